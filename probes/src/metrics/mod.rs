@@ -1,0 +1,588 @@
+//! Metric logs normalised into named series: the [`Series`] / [`MetricSet`] model, the
+//! canonical metric names (`loss`, `grad_norm`, `learning_rate`, …) every probe asks for, and
+//! [`read_metrics_file`], which dispatches to the per-format readers.
+
+pub mod csvlog;
+pub mod jsonl;
+pub mod tfevents;
+pub mod trainer_state;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use crate::error::{ReadError, Result};
+
+/// One logged value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub step: u64,
+    pub value: f64,
+    /// Seconds since the epoch, when the log records it (TensorBoard does).
+    pub wall_time: Option<f64>,
+}
+
+/// One metric over steps, sorted by step with one point per step (the last one written wins,
+/// as TensorBoard does when a run restarts from a checkpoint).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Canonical name (see [`canonical_name`]), e.g. `loss`.
+    pub name: String,
+    /// The tag as logged, e.g. `train/loss`.
+    pub tag: String,
+    /// The file (or, for merged TensorBoard files, the directory) it was read from.
+    pub source: PathBuf,
+    /// Distributed rank, when the file or folder name says so.
+    pub rank: Option<u32>,
+    pub points: Vec<Point>,
+}
+
+impl Series {
+    /// An empty series for `tag` (its canonical name is derived from the tag).
+    pub fn new(tag: &str, source: &Path) -> Self {
+        Series {
+            name: canonical_name(tag),
+            tag: tag.to_string(),
+            source: source.to_path_buf(),
+            rank: None,
+            points: Vec::new(),
+        }
+    }
+
+    /// A series from points in write order; sorts and de-duplicates them.
+    pub fn from_points(tag: &str, source: &Path, points: Vec<Point>) -> Self {
+        let mut s = Series::new(tag, source);
+        s.points = points;
+        s.normalize();
+        s
+    }
+
+    /// Sort by step (stable) and keep the last written point of each step.
+    pub fn normalize(&mut self) {
+        if self.points.windows(2).all(|w| w[0].step < w[1].step) {
+            return;
+        }
+        self.points.sort_by_key(|p| p.step);
+        // `dedup_by` hands (later, kept); copy the later one over the kept one, drop the later.
+        self.points.dedup_by(|later, kept| {
+            if later.step == kept.step {
+                *kept = *later;
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+    pub fn first(&self) -> Option<&Point> {
+        self.points.first()
+    }
+    pub fn last(&self) -> Option<&Point> {
+        self.points.last()
+    }
+    /// Smallest finite value (NaN and ±inf ignored).
+    pub fn min(&self) -> Option<f64> {
+        self.finite().reduce(f64::min)
+    }
+    /// Largest finite value (NaN and ±inf ignored).
+    pub fn max(&self) -> Option<f64> {
+        self.finite().reduce(f64::max)
+    }
+    fn finite(&self) -> impl Iterator<Item = f64> + '_ {
+        self.points
+            .iter()
+            .map(|p| p.value)
+            .filter(|v| v.is_finite())
+    }
+    /// The point at `step`, or the latest one before it.
+    pub fn value_at_or_before(&self, step: u64) -> Option<&Point> {
+        let i = self.points.partition_point(|p| p.step <= step);
+        i.checked_sub(1).and_then(|i| self.points.get(i))
+    }
+    /// The first point at or after `step`.
+    pub fn value_at_or_after(&self, step: u64) -> Option<&Point> {
+        let i = self.points.partition_point(|p| p.step < step);
+        self.points.get(i)
+    }
+    pub fn values(&self) -> Vec<f64> {
+        self.points.iter().map(|p| p.value).collect()
+    }
+    pub fn steps(&self) -> Vec<u64> {
+        self.points.iter().map(|p| p.step).collect()
+    }
+    /// Points with `lo <= step <= hi`.
+    pub fn range(&self, lo: u64, hi: u64) -> &[Point] {
+        let a = self.points.partition_point(|p| p.step < lo);
+        let b = self.points.partition_point(|p| p.step <= hi);
+        self.points.get(a..b.max(a)).unwrap_or(&[])
+    }
+}
+
+/// Every series of a run (or of one file).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricSet {
+    pub series: Vec<Series>,
+}
+
+impl MetricSet {
+    pub fn new(series: Vec<Series>) -> Self {
+        MetricSet { series }
+    }
+
+    /// The series for a canonical name: rank `None`/0 first, then the longest. A name with no
+    /// series of its own falls back to its first param group (`learning_rate` ->
+    /// `learning_rate/pg0`), as Lightning logs per-group learning rates only.
+    pub fn get(&self, canonical: &str) -> Option<&Series> {
+        let pick = |name: &str| {
+            self.series
+                .iter()
+                .filter(|s| s.name == name && !s.is_empty())
+                .max_by_key(|s| (matches!(s.rank, None | Some(0)), s.len()))
+        };
+        pick(canonical).or_else(|| pick(&format!("{canonical}/pg0")))
+    }
+
+    /// Every non-empty series with this canonical name (all ranks, all sources).
+    pub fn all(&self, canonical: &str) -> Vec<&Series> {
+        self.series
+            .iter()
+            .filter(|s| s.name == canonical && !s.is_empty())
+            .collect()
+    }
+
+    /// Distinct canonical names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.iter().all(|s| s.is_empty())
+    }
+
+    /// The largest step of any series.
+    pub fn max_step(&self) -> Option<u64> {
+        self.series
+            .iter()
+            .filter_map(|s| s.last())
+            .map(|p| p.step)
+            .max()
+    }
+}
+
+/// Map a logged tag to the canonical name probes ask for. Unknown tags are kept, lowercased
+/// and trimmed. Evaluation variants stay distinct (`eval/loss` -> `eval_loss`,
+/// `eval/rewards/margins` -> `eval_rewards/margins`); Lightning's per-group learning rates keep
+/// their group (`lr-Adam/pg1` -> `learning_rate/pg1`).
+pub fn canonical_name(tag: &str) -> String {
+    let t = tag.trim().to_lowercase();
+    for p in [
+        "eval/",
+        "eval_",
+        "val/",
+        "val_",
+        "validation/",
+        "validation_",
+        "valid/",
+        "valid_",
+    ] {
+        if let Some(base) = t.strip_prefix(p).and_then(base_alias) {
+            return if base == "loss" {
+                "eval_loss".to_string()
+            } else {
+                format!("eval_{base}")
+            };
+        }
+    }
+    for p in ["train/", "training/", "trainer/", "train_", "training_"] {
+        if let Some(base) = t.strip_prefix(p).and_then(base_alias) {
+            return base.into_owned();
+        }
+    }
+    match base_alias(&t) {
+        Some(base) => base.into_owned(),
+        None => t,
+    }
+}
+
+/// The canonical name of a tag with its train/eval prefix removed.
+fn base_alias(t: &str) -> Option<Cow<'static, str>> {
+    let name = match t {
+        "loss" | "loss_step" => "loss",
+        "grad_norm" | "gradient_norm" | "grad-norm" | "gradnorm" | "total_norm"
+        | "grad_norm_total" | "global_grad_norm" => "grad_norm",
+        "learning_rate" | "lr" => "learning_rate",
+        "loss_scale" | "grad_scale" | "scaler/scale" | "amp/loss_scale" | "amp_scale" => {
+            "loss_scale"
+        }
+        "rewards/margins" | "rewards/accuracies" | "rewards/chosen" | "rewards/rejected"
+        | "logps/chosen" | "logps/rejected" => {
+            return Some(Cow::Owned(t.to_string()));
+        }
+        "kl" | "mean_kl" | "objective/kl" | "ppo/mean_kl" | "kl_div" => "kl",
+        "reward"
+        | "reward_mean"
+        | "mean_reward"
+        | "env/reward_mean"
+        | "objective/scores"
+        | "ppo/mean_scores"
+        | "rollout/ep_rew_mean"
+        | "episode_reward"
+        | "ep_rew_mean" => "reward",
+        "epoch" => "epoch",
+        _ => return lr_monitor_alias(t),
+    };
+    Some(Cow::Borrowed(name))
+}
+
+/// Lightning's `LearningRateMonitor`: `lr-AdamW`, `lr-Adam/pg1` (and `learning_rate/pg1`).
+fn lr_monitor_alias(t: &str) -> Option<Cow<'static, str>> {
+    let rest = t
+        .strip_prefix("lr-")
+        .or_else(|| t.strip_prefix("learning_rate/"))?;
+    if rest.contains("momentum") || rest.contains("beta") || rest.contains("weight_decay") {
+        return None;
+    }
+    let group = rest.rsplit('/').next().filter(|g| {
+        g.len() > 2 && g.starts_with("pg") && g[2..].bytes().all(|b| b.is_ascii_digit())
+    });
+    match group {
+        Some(g) => Some(Cow::Owned(format!("learning_rate/{g}"))),
+        None if t.starts_with("lr-") && !rest.contains('/') => Some(Cow::Borrowed("learning_rate")),
+        None => None,
+    }
+}
+
+/// Python's `json.dumps` writes `NaN`, `Infinity` and `-Infinity`, which strict JSON rejects.
+/// Outside strings only, replace them with string sentinels that [`py_number`] turns back into
+/// floats. Borrows when the text has none.
+pub(crate) fn sanitize_py_json(text: &[u8]) -> Cow<'_, [u8]> {
+    if !text.iter().any(|&b| b == b'N' || b == b'I') {
+        return Cow::Borrowed(text);
+    }
+    let mut out: Option<Vec<u8>> = None;
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut i = 0;
+    let mut copied = 0;
+    while let Some(&b) = text.get(i) {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_str = true;
+            i += 1;
+            continue;
+        }
+        let rest = text.get(i..).unwrap_or(&[]);
+        let hit: Option<(usize, &[u8])> = if rest.starts_with(b"-Infinity") {
+            Some((9, SENTINEL_NEG_INF))
+        } else if rest.starts_with(b"Infinity") {
+            Some((8, SENTINEL_INF))
+        } else if rest.starts_with(b"NaN") {
+            Some((3, SENTINEL_NAN))
+        } else {
+            None
+        };
+        match hit {
+            Some((n, rep)) => {
+                let o = out.get_or_insert_with(|| Vec::with_capacity(text.len() + 64));
+                o.extend_from_slice(text.get(copied..i).unwrap_or(&[]));
+                o.extend_from_slice(rep);
+                i += n;
+                copied = i;
+            }
+            None => i += 1,
+        }
+    }
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut o) => {
+            o.extend_from_slice(text.get(copied..).unwrap_or(&[]));
+            Cow::Owned(o)
+        }
+    }
+}
+
+const SENTINEL_NAN: &[u8] = br#""\u0000NaN""#;
+const SENTINEL_INF: &[u8] = br#""\u0000Infinity""#;
+const SENTINEL_NEG_INF: &[u8] = br#""\u0000-Infinity""#;
+
+/// A JSON value as a float: numbers, and the sentinels [`sanitize_py_json`] wrote.
+pub(crate) fn py_number(v: &serde_json::Value) -> Option<f64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => match s.as_str() {
+            "\u{0}NaN" => Some(f64::NAN),
+            "\u{0}Infinity" => Some(f64::INFINITY),
+            "\u{0}-Infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A JSON value as a step: a non-negative whole number.
+pub(crate) fn json_step(v: &serde_json::Value) -> Option<u64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_u64().or_else(|| n.as_f64().and_then(f64_step)),
+        _ => None,
+    }
+}
+
+/// A float as a step, when it is a finite non-negative whole number.
+pub(crate) fn f64_step(v: f64) -> Option<u64> {
+    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 1.8e19).then_some(v as u64)
+}
+
+/// Parse JSON text written by Python (NaN/Infinity literals allowed outside strings).
+pub(crate) fn parse_py_json(path: &Path, bytes: &[u8]) -> Result<serde_json::Value> {
+    let clean = sanitize_py_json(bytes);
+    serde_json::from_slice(&clean)
+        .map_err(|e| ReadError::format(path, format!("invalid JSON: {e}")))
+}
+
+/// Which reader a metric file needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricFormat {
+    TrainerState,
+    TfEvents,
+    Csv,
+    Jsonl,
+    /// A `.json` file: a trainer state, one object, an array of objects, or JSON lines.
+    Json,
+}
+
+/// The format a file name says, if any.
+pub fn format_from_name(path: &Path) -> Option<MetricFormat> {
+    let name = path.file_name()?.to_string_lossy().to_lowercase();
+    if name == "trainer_state.json" {
+        Some(MetricFormat::TrainerState)
+    } else if name.starts_with("events.out.tfevents") {
+        Some(MetricFormat::TfEvents)
+    } else if name.ends_with(".csv") || name.ends_with(".tsv") {
+        Some(MetricFormat::Csv)
+    } else if name.ends_with(".jsonl") || name.ends_with(".ndjson") {
+        Some(MetricFormat::Jsonl)
+    } else if name.ends_with(".json") {
+        Some(MetricFormat::Json)
+    } else {
+        None
+    }
+}
+
+/// Read one metric log, choosing the reader from the file name, else from the first bytes.
+/// Series get the rank the file name states (`…rank1`, `metrics_rank3.jsonl`).
+pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
+    let format = match format_from_name(path) {
+        Some(f) => f,
+        None => sniff(path)?,
+    };
+    let mut series = match format {
+        MetricFormat::TrainerState => trainer_state::TrainerState::read(path)?.series,
+        MetricFormat::TfEvents => tfevents::read(path)?,
+        MetricFormat::Csv => csvlog::read(path)?,
+        MetricFormat::Jsonl => jsonl::read(path)?,
+        MetricFormat::Json => jsonl::read_json_or_lines(path)?,
+    };
+    if let Some(rank) = path
+        .file_name()
+        .and_then(|n| crate::run::rank_from_name(&n.to_string_lossy()))
+    {
+        for s in &mut series {
+            s.rank.get_or_insert(rank);
+        }
+    }
+    Ok(series)
+}
+
+/// Guess a metric log's format from its first bytes.
+fn sniff(path: &Path) -> Result<MetricFormat> {
+    use std::io::Read;
+    let mut head = [0u8; 512];
+    let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let mut n = 0;
+    while n < head.len() {
+        match f.read(head.get_mut(n..).unwrap_or(&mut [])) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ReadError::io(path, e)),
+        }
+    }
+    let head = head.get(..n).unwrap_or(&[]);
+    if n == 0 {
+        return Err(ReadError::empty(path, "empty file"));
+    }
+    if tfevents::looks_like_tfrecord(head) {
+        return Ok(MetricFormat::TfEvents);
+    }
+    let text = head.iter().copied().find(|b| !b.is_ascii_whitespace());
+    match text {
+        Some(b'{') | Some(b'[') => Ok(MetricFormat::Json),
+        _ if head.contains(&b',') && std::str::from_utf8(head).is_ok() => Ok(MetricFormat::Csv),
+        _ => Err(ReadError::format(path, "not a recognised metric log (TensorBoard events, trainer_state.json, CSV or JSON lines)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(step: u64, value: f64) -> Point {
+        Point {
+            step,
+            value,
+            wall_time: None,
+        }
+    }
+
+    #[test]
+    fn canonical_names_cover_the_common_aliases() {
+        for (tag, want) in [
+            ("loss", "loss"),
+            ("train/loss", "loss"),
+            ("train_loss", "loss"),
+            ("training_loss", "loss"),
+            ("train/loss_step", "loss"),
+            ("trainer/loss", "loss"),
+            (" Train/Loss ", "loss"),
+            ("train/train_loss", "train/train_loss"),
+            ("train_loss_epoch", "train_loss_epoch"),
+            ("grad_norm", "grad_norm"),
+            ("train/grad_norm", "grad_norm"),
+            ("gradient_norm", "grad_norm"),
+            ("grad-norm", "grad_norm"),
+            ("total_norm", "grad_norm"),
+            ("learning_rate", "learning_rate"),
+            ("lr", "learning_rate"),
+            ("train/learning_rate", "learning_rate"),
+            ("lr-AdamW", "learning_rate"),
+            ("lr-Adam/pg1", "learning_rate/pg1"),
+            ("lr-Adam-momentum", "lr-adam-momentum"),
+            ("eval_loss", "eval_loss"),
+            ("val_loss", "eval_loss"),
+            ("eval/loss", "eval_loss"),
+            ("validation/loss", "eval_loss"),
+            ("val/loss", "eval_loss"),
+            ("valid_loss", "eval_loss"),
+            ("loss_scale", "loss_scale"),
+            ("grad_scale", "loss_scale"),
+            ("scaler/scale", "loss_scale"),
+            ("train/loss_scale", "loss_scale"),
+            ("rewards/margins", "rewards/margins"),
+            ("train/rewards/accuracies", "rewards/accuracies"),
+            ("eval_rewards/margins", "eval_rewards/margins"),
+            ("eval/rewards/margins", "eval_rewards/margins"),
+            ("logps/chosen", "logps/chosen"),
+            ("train/logps/rejected", "logps/rejected"),
+            ("kl", "kl"),
+            ("objective/kl", "kl"),
+            ("ppo/mean_kl", "kl"),
+            ("train/kl", "kl"),
+            ("reward", "reward"),
+            ("env/reward_mean", "reward"),
+            ("objective/scores", "reward"),
+            ("ppo/mean_scores", "reward"),
+            ("rollout/ep_rew_mean", "reward"),
+            ("episode_reward", "reward"),
+            ("epoch", "epoch"),
+            ("train/epoch", "epoch"),
+            ("eval/runtime", "eval/runtime"),
+            ("  My/Custom_Metric ", "my/custom_metric"),
+        ] {
+            assert_eq!(canonical_name(tag), want, "tag {tag:?}");
+        }
+    }
+
+    #[test]
+    fn series_sorts_and_keeps_the_last_write_of_a_step() {
+        let s = Series::from_points(
+            "loss",
+            Path::new("x"),
+            vec![p(1, 1.0), p(3, 3.0), p(2, 2.0), p(3, 30.0), p(2, 20.0)],
+        );
+        assert_eq!(s.steps(), vec![1, 2, 3]);
+        assert_eq!(s.values(), vec![1.0, 20.0, 30.0]);
+        assert_eq!(s.value_at_or_before(0), None);
+        assert_eq!(s.value_at_or_before(2).map(|p| p.value), Some(20.0));
+        assert_eq!(s.value_at_or_before(99).map(|p| p.step), Some(3));
+        assert_eq!(s.value_at_or_after(0).map(|p| p.step), Some(1));
+        assert_eq!(s.range(2, 3).len(), 2);
+        assert_eq!(s.range(5, 1).len(), 0);
+    }
+
+    #[test]
+    fn min_max_ignore_non_finite_values() {
+        let s = Series::from_points(
+            "loss",
+            Path::new("x"),
+            vec![p(1, f64::NAN), p(2, 4.0), p(3, f64::INFINITY), p(4, -1.0)],
+        );
+        assert_eq!(s.min(), Some(-1.0));
+        assert_eq!(s.max(), Some(4.0));
+        let e = Series::new("loss", Path::new("x"));
+        assert_eq!(
+            (e.min(), e.max(), e.first(), e.len()),
+            (None, None, None, 0)
+        );
+    }
+
+    #[test]
+    fn metric_set_prefers_rank_zero_then_the_longest() {
+        let mk = |rank, n: u64| {
+            let mut s = Series::from_points(
+                "train/loss",
+                Path::new("x"),
+                (0..n).map(|i| p(i, 1.0)).collect(),
+            );
+            s.rank = rank;
+            s
+        };
+        let set = MetricSet::new(vec![mk(Some(1), 50), mk(None, 10), mk(Some(0), 20)]);
+        assert_eq!(
+            set.get("loss").map(|s| (s.rank, s.len())),
+            Some((Some(0), 20))
+        );
+        assert_eq!(set.all("loss").len(), 3);
+        assert_eq!(set.names(), vec!["loss"]);
+        assert!(set.get("grad_norm").is_none());
+        let lr = MetricSet::new(vec![Series::from_points(
+            "lr-Adam/pg0",
+            Path::new("x"),
+            vec![p(1, 0.1)],
+        )]);
+        assert_eq!(
+            lr.get("learning_rate").map(|s| s.name.as_str()),
+            Some("learning_rate/pg0")
+        );
+    }
+
+    #[test]
+    fn python_literals_are_replaced_only_outside_strings() {
+        let text =
+            br#"{"a": NaN, "b": -Infinity, "c": Infinity, "s": "NaN \" Infinity", "d": [NaN]}"#;
+        let v: serde_json::Value = serde_json::from_slice(&sanitize_py_json(text)).unwrap();
+        assert!(py_number(&v["a"]).unwrap().is_nan());
+        assert_eq!(py_number(&v["b"]), Some(f64::NEG_INFINITY));
+        assert_eq!(py_number(&v["c"]), Some(f64::INFINITY));
+        assert_eq!(v["s"], "NaN \" Infinity");
+        assert!(py_number(&v["d"][0]).unwrap().is_nan());
+        assert!(matches!(sanitize_py_json(br#"{"x": 1}"#), Cow::Borrowed(_)));
+    }
+}

@@ -1,0 +1,8 @@
+//! The probe registry.
+
+use crate::probe::ProbeSpec;
+
+/// Every implemented probe.
+pub fn all() -> &'static [ProbeSpec] {
+    &[]
+}

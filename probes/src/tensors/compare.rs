@@ -1,0 +1,178 @@
+//! One fused pass over two same-size tensors: norms, the norm of their difference, their dot
+//! product, the largest absolute difference and a byte-identity check — for update-to-weight
+//! ratios, cosine similarity and "did this tensor move at all".
+
+use rayon::prelude::*;
+
+use super::dtype::DType;
+use super::stats::decode_f64;
+
+const BLOCK: usize = 2048;
+const CHUNK: usize = 64 * 1024;
+
+/// How two tensors differ. Pairs where either value is non-finite are skipped and counted.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DiffStats {
+    pub count: u64,
+    /// Pairs skipped because one side was NaN or infinite.
+    pub nonfinite: u64,
+    pub norm_a: f64,
+    pub norm_b: f64,
+    /// ‖a − b‖₂.
+    pub norm_diff: f64,
+    pub dot: f64,
+    pub max_abs_diff: f64,
+    /// Same dtype and byte-for-byte equal.
+    pub identical_bytes: bool,
+}
+
+impl DiffStats {
+    /// cos(a, b); NaN when either norm is zero.
+    pub fn cosine(&self) -> f64 {
+        let d = self.norm_a * self.norm_b;
+        if d > 0.0 {
+            self.dot / d
+        } else {
+            f64::NAN
+        }
+    }
+
+    /// ‖a − b‖ / ‖a‖ — the update-to-weight ratio when `a` is the earlier weight.
+    pub fn relative_change(&self) -> f64 {
+        if self.norm_a > 0.0 {
+            self.norm_diff / self.norm_a
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Acc {
+    count: u64,
+    nonfinite: u64,
+    aa: f64,
+    bb: f64,
+    dd: f64,
+    ab: f64,
+    maxd: f64,
+}
+
+impl Acc {
+    fn merge(self, o: Acc) -> Acc {
+        Acc {
+            count: self.count + o.count,
+            nonfinite: self.nonfinite + o.nonfinite,
+            aa: self.aa + o.aa,
+            bb: self.bb + o.bb,
+            dd: self.dd + o.dd,
+            ab: self.ab + o.ab,
+            maxd: self.maxd.max(o.maxd),
+        }
+    }
+}
+
+fn chunk(a: &[u8], da: DType, b: &[u8], db: DType) -> Acc {
+    let mut xa = [0f64; BLOCK];
+    let mut xb = [0f64; BLOCK];
+    let mut acc = Acc::default();
+    for (ca, cb) in a.chunks(BLOCK * da.size()).zip(b.chunks(BLOCK * db.size())) {
+        let n = decode_f64(ca, da, &mut xa).min(decode_f64(cb, db, &mut xb));
+        const L: usize = 4;
+        let (mut aa, mut bb, mut dd, mut ab, mut mx) =
+            ([0f64; L], [0f64; L], [0f64; L], [0f64; L], [0f64; L]);
+        let mut bad = [0u64; L];
+        for (pa, pb) in xa[..n].chunks(L).zip(xb[..n].chunks(L)) {
+            for l in 0..pa.len() {
+                let (x, y) = (pa[l], pb[l]);
+                let ok = x.is_finite() && y.is_finite();
+                let (x, y) = if ok { (x, y) } else { (0.0, 0.0) };
+                let d = x - y;
+                aa[l] += x * x;
+                bb[l] += y * y;
+                dd[l] += d * d;
+                ab[l] += x * y;
+                mx[l] = if d.abs() > mx[l] { d.abs() } else { mx[l] };
+                bad[l] += !ok as u64;
+            }
+        }
+        acc.count += n as u64;
+        for l in 0..L {
+            acc.aa += aa[l];
+            acc.bb += bb[l];
+            acc.dd += dd[l];
+            acc.ab += ab[l];
+            acc.maxd = acc.maxd.max(mx[l]);
+            acc.nonfinite += bad[l];
+        }
+    }
+    acc
+}
+
+/// Compares two tensors element by element (each given as contiguous little-endian bytes of
+/// its dtype; dtypes may differ). `None` when their element counts differ.
+pub fn diff_stats(a: &[u8], da: DType, b: &[u8], db: DType) -> Option<DiffStats> {
+    let (na, nb) = (a.len() / da.size(), b.len() / db.size());
+    if na != nb {
+        return None;
+    }
+    let (a, b) = (&a[..na * da.size()], &b[..nb * db.size()]);
+    let acc = a
+        .par_chunks(CHUNK * da.size())
+        .zip(b.par_chunks(CHUNK * db.size()))
+        .map(|(x, y)| chunk(x, da, y, db))
+        .reduce(Acc::default, Acc::merge);
+    Some(DiffStats {
+        count: acc.count,
+        nonfinite: acc.nonfinite,
+        norm_a: acc.aa.sqrt(),
+        norm_b: acc.bb.sqrt(),
+        norm_diff: acc.dd.sqrt(),
+        dot: acc.ab,
+        max_abs_diff: acc.maxd,
+        identical_bytes: da == db && a == b,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn diff_of_known_vectors() {
+        let a = f32_bytes(&[3.0, 4.0, 0.0]);
+        let b = f32_bytes(&[3.0, 0.0, 4.0]);
+        let d = diff_stats(&a, DType::F32, &b, DType::F32).unwrap();
+        assert_eq!(
+            (d.norm_a, d.norm_b, d.dot, d.max_abs_diff),
+            (5.0, 5.0, 9.0, 4.0)
+        );
+        assert!((d.norm_diff - 32f64.sqrt()).abs() < 1e-12);
+        assert!((d.cosine() - 0.36).abs() < 1e-12);
+        assert!(!d.identical_bytes);
+        assert!(
+            diff_stats(&a, DType::F32, &a, DType::F32)
+                .unwrap()
+                .identical_bytes
+        );
+    }
+
+    #[test]
+    fn mixed_dtypes_and_mismatched_sizes() {
+        let a = f32_bytes(&[1.0, 2.0]);
+        let b: Vec<u8> = [1.0f32, 2.0]
+            .iter()
+            .flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes())
+            .collect();
+        let d = diff_stats(&a, DType::F32, &b, DType::BF16).unwrap();
+        assert_eq!((d.norm_diff, d.identical_bytes), (0.0, false));
+        assert!(diff_stats(&a, DType::F32, &b[..2], DType::BF16).is_none());
+        let n = f32_bytes(&[f32::NAN, 1.0]);
+        let d = diff_stats(&n, DType::F32, &a, DType::F32).unwrap();
+        assert_eq!((d.nonfinite, d.max_abs_diff), (1, 1.0));
+    }
+}

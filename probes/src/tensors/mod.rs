@@ -1,0 +1,716 @@
+//! Tensor containers and statistics: safetensors (single and sharded), torch zip checkpoints
+//! (`.pt/.bin/.pth/.ckpt`) via a pickle VM that never executes code, optimizer/scheduler
+//! state, the fused CPU statistics pass, two-tensor comparison and the candle (GPU) path.
+//!
+//! A [`TensorFile`] knows its inventory from headers before any tensor byte is read; tensors
+//! are then read one at a time from a memory map, so peak memory stays near one tensor.
+
+pub mod candle_io;
+pub mod compare;
+pub mod dtype;
+pub mod optim;
+pub mod pickle;
+pub mod safetensors;
+pub mod stats;
+pub mod torchzip;
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+pub use candle_io::stats_on_device;
+pub use compare::{diff_stats, DiffStats};
+pub use dtype::DType;
+pub use optim::{read_pickled_dict, OptimizerState, ParamGroup, ParamState};
+pub use pickle::{lookup, lookup_path, TensorRef, Value};
+pub use stats::{linear_histogram, tensor_stats, LogHist, TensorStats};
+pub use torchzip::TorchZip;
+
+use crate::error::{ReadError, Result};
+use safetensors::SafeFile;
+
+/// A tensor's contiguous little-endian bytes: borrowed from the map, or gathered from a
+/// strided view.
+pub type TensorBytes<'a> = Cow<'a, [u8]>;
+
+/// Name, element type and shape of a stored tensor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorInfo {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl TensorInfo {
+    /// Number of elements (1 for a scalar). Overflow is rejected when the file is opened.
+    pub fn numel(&self) -> usize {
+        self.checked_numel().unwrap_or(usize::MAX)
+    }
+
+    pub fn nbytes(&self) -> usize {
+        self.checked_nbytes().unwrap_or(usize::MAX)
+    }
+
+    pub fn checked_numel(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+    }
+
+    pub fn checked_nbytes(&self) -> Option<usize> {
+        self.checked_numel()?.checked_mul(self.dtype.size())
+    }
+}
+
+/// Which container a [`TensorFile`] was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Safetensors,
+    /// `*.index.json` with a `weight_map` over shard files.
+    Sharded,
+    TorchZip,
+}
+
+#[derive(Debug, Clone)]
+enum Loc {
+    Safe {
+        file: usize,
+        range: std::ops::Range<usize>,
+    },
+    Torch {
+        file: usize,
+        tref: TensorRef,
+    },
+}
+
+/// An opened tensor container (single file or sharded set).
+pub struct TensorFile {
+    path: PathBuf,
+    kind: FileKind,
+    tensors: Vec<TensorInfo>,
+    index: HashMap<String, usize>,
+    locs: Vec<Loc>,
+    metadata: BTreeMap<String, String>,
+    wrapper: Option<String>,
+    safes: Vec<SafeFile>,
+    torch: Vec<TorchZip>,
+}
+
+impl std::fmt::Debug for TensorFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TensorFile")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .field("tensors", &self.tensors.len())
+            .finish()
+    }
+}
+
+/// Keys under which checkpoints nest the model's state dict; stripped from tensor names when
+/// the root holds no tensors itself.
+const WRAPPERS: [&str; 4] = ["state_dict", "model_state_dict", "model", "module"];
+
+/// Top-level checkpoint keys whose tensors are training state, not model weights; read them
+/// with [`OptimizerState`] or [`TorchZip`].
+const NOT_WEIGHTS: [&str; 9] = [
+    "optimizer_states",
+    "optimizer",
+    "optimizer_state_dict",
+    "lr_schedulers",
+    "scheduler",
+    "loops",
+    "callbacks",
+    "scaler",
+    "rng_state",
+];
+
+/// Tensors at least this large have their pages dropped from our mapping after a read.
+const RELEASE_BYTES: usize = 16 << 20;
+
+impl TensorFile {
+    /// Opens a `.safetensors` file, a sharded `*.index.json`, or a torch zip checkpoint,
+    /// reading only headers (and `data.pkl`).
+    pub fn open(path: impl AsRef<Path>) -> Result<TensorFile> {
+        let path = path.as_ref();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.ends_with(".index.json") {
+            return Self::open_sharded(path);
+        }
+        let mut tf = TensorFile::empty(path, FileKind::Safetensors);
+        tf.add_file(path)?;
+        tf.kind = if tf.torch.is_empty() {
+            FileKind::Safetensors
+        } else {
+            FileKind::TorchZip
+        };
+        tf.build_index(path)?;
+        Ok(tf)
+    }
+
+    fn empty(path: &Path, kind: FileKind) -> TensorFile {
+        TensorFile {
+            path: path.to_path_buf(),
+            kind,
+            tensors: Vec::new(),
+            index: HashMap::new(),
+            locs: Vec::new(),
+            metadata: BTreeMap::new(),
+            wrapper: None,
+            safes: Vec::new(),
+            torch: Vec::new(),
+        }
+    }
+
+    /// Opens one file (format sniffed from its first bytes, then its extension) and appends its
+    /// tensors.
+    fn add_file(&mut self, path: &Path) -> Result<()> {
+        let mut head = [0u8; 9];
+        let n = {
+            use std::io::Read;
+            let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
+            let mut n = 0;
+            while n < head.len() {
+                match f.read(&mut head[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(ReadError::io(path, e)),
+                }
+            }
+            n
+        };
+        if n == 0 {
+            return Err(ReadError::empty(path, "empty file"));
+        }
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        let zipish = head.starts_with(b"PK") || head[0] == 0x80 || head.starts_with(&[0x8a, 0x0a]);
+        let safeish = n == 9 && head[8] == b'{';
+        if zipish
+            || (!safeish && matches!(ext.as_str(), "pt" | "pth" | "bin" | "ckpt" | "pkl" | "tar"))
+        {
+            let z = TorchZip::open(path)?;
+            self.add_torch(z)
+        } else if safeish || ext == "safetensors" {
+            let s = SafeFile::open(path)?;
+            let file = self.safes.len();
+            for (info, range) in &s.tensors {
+                self.tensors.push(info.clone());
+                self.locs.push(Loc::Safe {
+                    file,
+                    range: range.clone(),
+                });
+            }
+            if self.metadata.is_empty() {
+                self.metadata = s.metadata.clone();
+            }
+            self.safes.push(s);
+            Ok(())
+        } else {
+            Err(ReadError::format(
+                path,
+                "not a recognised tensor file (expected safetensors or a torch zip checkpoint)",
+            ))
+        }
+    }
+
+    fn add_torch(&mut self, z: TorchZip) -> Result<()> {
+        let file = self.torch.len();
+        let mut found: Vec<(String, TensorRef)> = Vec::new();
+        let root = z.root();
+        // Strip one wrapper level (`state_dict`, `model` …) when the root holds no tensors itself.
+        let mut wrapper = None;
+        let mut nested = false;
+        if let Value::Dict(d) = root {
+            let direct = d.iter().any(|(_, v)| matches!(v, Value::Tensor(_)));
+            nested = !direct;
+            if !direct {
+                wrapper = WRAPPERS
+                    .iter()
+                    .find(|w| lookup(root, w).is_some_and(has_tensor))
+                    .map(|w| w.to_string());
+            }
+        }
+        flatten(root, String::new(), &mut found);
+        // In a nested checkpoint, optimizer/scheduler/loop state saved beside the weights
+        // (Lightning) is not a weight. (A flat state dict's keys are left alone.)
+        if nested {
+            found.retain(|(n, _)| !NOT_WEIGHTS.contains(&n.split('.').next().unwrap_or("")));
+        }
+        if let Some(w) = &wrapper {
+            let pre = format!("{w}.");
+            for (n, _) in found.iter_mut() {
+                if let Some(rest) = n.strip_prefix(&pre) {
+                    *n = rest.to_string();
+                }
+            }
+        }
+        for (name, t) in found {
+            let numel = t.numel().and_then(|n| n.checked_mul(t.dtype.size()));
+            if numel.is_none() {
+                return Err(ReadError::format(
+                    z.path(),
+                    format!("tensor {name:?}: shape {:?} overflows", t.shape),
+                ));
+            }
+            let storage = z.storage_bytes(&t.storage_key).map(|b| b.len());
+            let storage = storage.map_err(|e| {
+                ReadError::format(z.path(), format!("tensor {name:?}: {}", strip_path(&e)))
+            })?;
+            check_extent(
+                z.path(),
+                &format!("tensor {name:?}"),
+                storage,
+                t.dtype,
+                t.offset,
+                &t.shape,
+                &t.stride,
+            )?;
+            self.tensors.push(TensorInfo {
+                name,
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+            });
+            self.locs.push(Loc::Torch { file, tref: t });
+        }
+        self.wrapper = wrapper;
+        self.torch.push(z);
+        Ok(())
+    }
+
+    fn open_sharded(index: &Path) -> Result<TensorFile> {
+        let (shards, weight_map, metadata) = safetensors::read_index(index)?;
+        let dir = index.parent().unwrap_or(Path::new("."));
+        let mut tf = TensorFile::empty(index, FileKind::Sharded);
+        let mut shard_of = Vec::new();
+        for shard in &shards {
+            let p = dir.join(shard);
+            if !p.exists() {
+                return Err(ReadError::format(
+                    index,
+                    format!("shard {shard} listed in weight_map is missing"),
+                ));
+            }
+            let before = tf.tensors.len();
+            tf.add_file(&p)
+                .map_err(|e| ReadError::format(index, format!("shard {shard}: {e}")))?;
+            shard_of.extend(std::iter::repeat_n(
+                shard.clone(),
+                tf.tensors.len() - before,
+            ));
+        }
+        // Keep the copy the weight_map points to; check every mapped tensor exists in its shard.
+        let mut keep = vec![true; tf.tensors.len()];
+        for (i, t) in tf.tensors.iter().enumerate() {
+            if let Some(s) = weight_map.get(&t.name) {
+                keep[i] = *s == shard_of[i];
+            }
+        }
+        for (name, shard) in &weight_map {
+            let present = tf
+                .tensors
+                .iter()
+                .zip(&shard_of)
+                .any(|(t, s)| &t.name == name && s == shard);
+            if !present {
+                return Err(ReadError::format(
+                    index,
+                    format!("tensor {name:?} is not in shard {shard}"),
+                ));
+            }
+        }
+        let mut k = keep.iter();
+        tf.tensors.retain(|_| *k.next().unwrap_or(&true));
+        let mut k = keep.iter();
+        tf.locs.retain(|_| *k.next().unwrap_or(&true));
+        tf.metadata = metadata;
+        tf.kind = FileKind::Sharded;
+        tf.build_index(index)?;
+        Ok(tf)
+    }
+
+    fn build_index(&mut self, path: &Path) -> Result<()> {
+        for (i, t) in self.tensors.iter().enumerate() {
+            if self.index.insert(t.name.clone(), i).is_some() {
+                return Err(ReadError::format(
+                    path,
+                    format!("tensor {:?} appears twice", t.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn kind(&self) -> FileKind {
+        self.kind
+    }
+
+    /// Inventory, in file order.
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
+    }
+
+    pub fn get(&self, name: &str) -> Option<&TensorInfo> {
+        self.index.get(name).map(|&i| &self.tensors[i])
+    }
+
+    /// safetensors `__metadata__` (or the index's `metadata`); empty for torch files.
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.metadata
+    }
+
+    /// The wrapper key stripped from torch tensor names (`state_dict`, `model` …), if any.
+    pub fn wrapper(&self) -> Option<&str> {
+        self.wrapper.as_deref()
+    }
+
+    /// The unpickled root of a torch file (for non-tensor entries: epoch, hyper-parameters …).
+    pub fn torch_root(&self) -> Option<&Value> {
+        self.torch.first().map(|z| z.root())
+    }
+
+    fn loc(&self, name: &str) -> Result<(&TensorInfo, &Loc)> {
+        let i = *self
+            .index
+            .get(name)
+            .ok_or_else(|| ReadError::format(&self.path, format!("no tensor named {name:?}")))?;
+        Ok((&self.tensors[i], &self.locs[i]))
+    }
+
+    /// Calls `f` with the tensor's contiguous little-endian bytes (zero-copy unless the stored
+    /// view is strided).
+    pub fn with_bytes<R>(&self, name: &str, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let (_, loc) = self.loc(name)?;
+        match loc {
+            Loc::Safe { file, range } => {
+                let s = &self.safes[*file];
+                let r = f(s.bytes(range));
+                if range.len() >= RELEASE_BYTES {
+                    torchzip::release(s.map_ref(), range.clone());
+                }
+                Ok(r)
+            }
+            Loc::Torch { file, tref } => {
+                let z = &self.torch[*file];
+                let b = z.tensor_bytes(tref)?;
+                let len = b.len();
+                let r = f(b.as_ref());
+                drop(b);
+                if len >= RELEASE_BYTES {
+                    z.release_storage(&tref.storage_key);
+                }
+                Ok(r)
+            }
+        }
+    }
+
+    /// Fused-pass statistics of one tensor (CPU).
+    pub fn stats(&self, name: &str) -> Result<TensorStats> {
+        let (info, _) = self.loc(name)?;
+        let dt = info.dtype;
+        self.with_bytes(name, |b| tensor_stats(b, dt))
+    }
+
+    /// Loads one tensor onto `device` (on CUDA: the GPU path).
+    pub fn load(&self, name: &str, device: &candle_core::Device) -> Result<candle_core::Tensor> {
+        let (info, _) = self.loc(name)?;
+        let (dt, shape) = (info.dtype, info.shape.clone());
+        self.with_bytes(name, |b| {
+            candle_io::from_bytes(&self.path, b, dt, &shape, device)
+        })?
+    }
+
+    /// Every element as f64; an error when there are more than `cap`.
+    pub fn to_f64_vec(&self, name: &str, cap: usize) -> Result<Vec<f64>> {
+        let (info, _) = self.loc(name)?;
+        let dt = info.dtype;
+        self.with_bytes(name, |b| bytes_to_f64_vec(&self.path, b, dt, cap))?
+    }
+
+    /// Every element of an integer or bool tensor as i64; an error for float tensors and when
+    /// there are more than `cap`.
+    pub fn to_i64_vec(&self, name: &str, cap: usize) -> Result<Vec<i64>> {
+        let (info, _) = self.loc(name)?;
+        let dt = info.dtype;
+        if dt.is_float() {
+            return Err(ReadError::format(
+                &self.path,
+                format!("tensor {name:?} is {dt}, not an integer tensor"),
+            ));
+        }
+        self.with_bytes(name, |b| bytes_to_i64_vec(&self.path, b, dt, cap))?
+    }
+
+    /// Compares tensor `name` here with `other_name` in `other` (same element count).
+    pub fn compare(&self, name: &str, other: &TensorFile, other_name: &str) -> Result<DiffStats> {
+        let (ia, _) = self.loc(name)?;
+        let (ib, _) = other.loc(other_name)?;
+        let (da, db) = (ia.dtype, ib.dtype);
+        let r = self.with_bytes(name, |a| {
+            other.with_bytes(other_name, |b| diff_stats(a, da, b, db))
+        })??;
+        r.ok_or_else(|| {
+            ReadError::format(
+                &other.path,
+                format!(
+                    "tensor {other_name:?} has {} elements, {name:?} has {}",
+                    ib.numel(),
+                    ia.numel()
+                ),
+            )
+        })
+    }
+}
+
+fn strip_path(e: &ReadError) -> String {
+    let s = e.to_string();
+    let p = format!("{}: ", e.path().display());
+    s.strip_prefix(&p).map(str::to_string).unwrap_or(s)
+}
+
+fn has_tensor(v: &Value) -> bool {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Tensor(_) => return true,
+            Value::Dict(d) => stack.extend(d.iter().map(|(_, x)| x)),
+            Value::List(l) | Value::Tuple(l) => stack.extend(l.iter()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Flattens nested dicts (and lists) into dotted names; opaque objects contribute their state.
+fn flatten(v: &Value, prefix: String, out: &mut Vec<(String, TensorRef)>) {
+    let join = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match v {
+        Value::Tensor(t) => out.push((prefix, t.clone())),
+        Value::Dict(d) => {
+            for (k, x) in d {
+                if let Some(k) = k.key_string() {
+                    flatten(x, join(&k), out);
+                }
+            }
+        }
+        Value::List(l) | Value::Tuple(l) => {
+            for (i, x) in l.iter().enumerate() {
+                flatten(x, join(&i.to_string()), out);
+            }
+        }
+        Value::Object { state: Some(s), .. } => flatten(s, prefix, out),
+        _ => {}
+    }
+}
+
+/// Checks that a view (offset, shape, stride in elements) stays inside a storage of
+/// `storage_len` bytes; returns the element count.
+fn check_extent(
+    path: &Path,
+    what: &str,
+    storage_len: usize,
+    dt: DType,
+    offset: u64,
+    shape: &[usize],
+    stride: &[usize],
+) -> Result<usize> {
+    let bad = |m: String| ReadError::format(path, format!("{what}: {m}"));
+    if shape.len() != stride.len() {
+        return Err(bad(format!(
+            "shape {shape:?} and stride {stride:?} differ in rank"
+        )));
+    }
+    let numel = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| bad(format!("shape {shape:?} overflows")))?;
+    if numel == 0 {
+        return Ok(0);
+    }
+    let mut last = offset as u128;
+    for (&d, &s) in shape.iter().zip(stride) {
+        last += (d as u128 - 1) * s as u128;
+    }
+    let need = (last + 1) * dt.size() as u128;
+    if need > storage_len as u128 {
+        return Err(bad(format!("view (offset {offset}, shape {shape:?}, stride {stride:?}) of {dt} needs {need} bytes; storage has {storage_len}")));
+    }
+    Ok(numel)
+}
+
+/// Largest gathered copy of a strided view that may exceed its storage (broadcast views).
+const MAX_GATHER: usize = 1 << 30;
+
+/// The contiguous bytes of a view into `storage`: a slice when contiguous, else a gathered copy.
+pub(crate) fn contiguous_view<'a>(
+    path: &Path,
+    what: &str,
+    storage: &'a [u8],
+    dt: DType,
+    offset: u64,
+    shape: &[usize],
+    stride: &[usize],
+) -> Result<TensorBytes<'a>> {
+    let numel = check_extent(path, what, storage.len(), dt, offset, shape, stride)?;
+    if numel == 0 {
+        return Ok(Cow::Borrowed(&[]));
+    }
+    let es = dt.size();
+    let start = offset as usize * es;
+    let contiguous = {
+        let mut expect = 1usize;
+        let mut ok = true;
+        for (&d, &s) in shape.iter().zip(stride).rev() {
+            if d != 1 && s != expect {
+                ok = false;
+                break;
+            }
+            expect = expect.saturating_mul(d);
+        }
+        ok
+    };
+    if contiguous {
+        return Ok(Cow::Borrowed(&storage[start..start + numel * es]));
+    }
+    let total = numel * es;
+    if total > storage.len() && total > MAX_GATHER {
+        return Err(ReadError::format(
+            path,
+            format!("{what}: strided view of {total} bytes is larger than its storage"),
+        ));
+    }
+    let mut out = Vec::with_capacity(total);
+    let rank = shape.len();
+    let (inner_n, inner_s) = (shape[rank - 1], stride[rank - 1]);
+    let mut idx = vec![0usize; rank - 1];
+    loop {
+        let base = offset as usize + idx.iter().zip(stride).map(|(&i, &s)| i * s).sum::<usize>();
+        if inner_s == 1 {
+            out.extend_from_slice(&storage[base * es..(base + inner_n) * es]);
+        } else {
+            for j in 0..inner_n {
+                let p = (base + j * inner_s) * es;
+                out.extend_from_slice(&storage[p..p + es]);
+            }
+        }
+        // odometer over the outer dims
+        let mut d = rank - 1;
+        loop {
+            if d == 0 {
+                return Ok(Cow::Owned(out));
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+pub(crate) fn bytes_to_f64_vec(path: &Path, b: &[u8], dt: DType, cap: usize) -> Result<Vec<f64>> {
+    let n = b.len() / dt.size();
+    if n > cap {
+        return Err(ReadError::format(
+            path,
+            format!("tensor has {n} elements, more than the {cap} asked for"),
+        ));
+    }
+    let mut out = vec![0f64; n];
+    let mut done = 0;
+    while done < n {
+        let k = stats::decode_f64(&b[done * dt.size()..], dt, &mut out[done..]);
+        if k == 0 {
+            break;
+        }
+        done += k;
+    }
+    Ok(out)
+}
+
+pub(crate) fn bytes_to_i64_vec(path: &Path, b: &[u8], dt: DType, cap: usize) -> Result<Vec<i64>> {
+    let n = b.len() / dt.size();
+    if n > cap {
+        return Err(ReadError::format(
+            path,
+            format!("tensor has {n} elements, more than the {cap} asked for"),
+        ));
+    }
+    let es = dt.size();
+    let mut out = Vec::with_capacity(n);
+    for c in b.chunks_exact(es) {
+        let mut a = [0u8; 8];
+        a[..es].copy_from_slice(c);
+        let v = match dt {
+            DType::I64 => i64::from_le_bytes(a),
+            DType::U64 => {
+                let u = u64::from_le_bytes(a);
+                i64::try_from(u).map_err(|_| {
+                    ReadError::format(path, format!("value {u} does not fit in i64"))
+                })?
+            }
+            DType::I32 => i32::from_le_bytes([a[0], a[1], a[2], a[3]]) as i64,
+            DType::U32 => u32::from_le_bytes([a[0], a[1], a[2], a[3]]) as i64,
+            DType::I16 => i16::from_le_bytes([a[0], a[1]]) as i64,
+            DType::U16 => u16::from_le_bytes([a[0], a[1]]) as i64,
+            DType::I8 => a[0] as i8 as i64,
+            DType::U8 | DType::Bool => a[0] as i64,
+            _ => {
+                return Err(ReadError::format(
+                    path,
+                    format!("{dt} is not an integer type"),
+                ))
+            }
+        };
+        out.push(v);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_view_is_gathered_and_bounds_checked() {
+        // storage 0..12 as f32, view: transpose of a 3x4 → shape [4, 3] stride [1, 4]
+        let st: Vec<u8> = (0..12).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let p = Path::new("x.pt");
+        let b = contiguous_view(p, "t", &st, DType::F32, 0, &[4, 3], &[1, 4]).unwrap();
+        let v: Vec<f32> = b
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(v, vec![0., 4., 8., 1., 5., 9., 2., 6., 10., 3., 7., 11.]);
+        assert!(matches!(
+            contiguous_view(p, "t", &st, DType::F32, 2, &[10], &[1]).unwrap(),
+            Cow::Borrowed(_)
+        ));
+        let e = contiguous_view(p, "t", &st, DType::F32, 3, &[10], &[1]).unwrap_err();
+        assert!(e.to_string().starts_with("x.pt: t: view"), "{e}");
+        let e = contiguous_view(p, "t", &st, DType::F32, 0, &[usize::MAX, 4], &[0, 1]).unwrap_err();
+        assert!(e.to_string().contains("overflows"), "{e}");
+        // A broadcast view (stride 0) far larger than its storage is refused, not allocated.
+        let e = contiguous_view(p, "t", &st, DType::F32, 0, &[1 << 40], &[0]).unwrap_err();
+        assert!(e.to_string().contains("larger than its storage"), "{e}");
+        assert!(
+            contiguous_view(p, "t", &st, DType::F32, 0, &[0, 5], &[5, 1])
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

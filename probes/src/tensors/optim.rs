@@ -1,0 +1,240 @@
+//! Optimizer state (`optimizer.pt`: `state` per parameter index + `param_groups`) read with our
+//! own walker over the unpickled dict — candle's `read_all` sees no tensors there — plus a
+//! generic reader for other pickled dicts (`scheduler.pt`, `training_args.bin`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::dtype::DType;
+use super::pickle::{lookup, TensorRef, Value};
+use super::stats::TensorStats;
+use super::torchzip::TorchZip;
+use crate::error::{ReadError, Result};
+
+/// One entry of `param_groups`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamGroup {
+    pub index: usize,
+    pub lr: Option<f64>,
+    pub initial_lr: Option<f64>,
+    pub betas: Option<(f64, f64)>,
+    pub eps: Option<f64>,
+    pub weight_decay: Option<f64>,
+    /// Parameter indices (keys of `state`).
+    pub params: Vec<u64>,
+    pub param_names: Option<Vec<String>>,
+    /// Every other key, rendered (`amsgrad`, `fused`, `foreach`, `momentum` …).
+    pub extra: BTreeMap<String, String>,
+}
+
+/// The state kept for one parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamState {
+    pub id: u64,
+    pub step: Option<f64>,
+    pub exp_avg: Option<TensorRef>,
+    pub exp_avg_sq: Option<TensorRef>,
+    pub max_exp_avg_sq: Option<TensorRef>,
+    pub momentum_buffer: Option<TensorRef>,
+    /// Other tensor-valued entries (Adafactor's row/column factors …).
+    pub other: BTreeMap<String, TensorRef>,
+    /// Shape of the parameter, from its first state tensor (empty when none).
+    pub shape: Vec<usize>,
+    /// Element type of the state tensors, when there are any.
+    pub dtype: Option<DType>,
+}
+
+/// A parsed `optimizer.pt`.
+#[derive(Debug)]
+pub struct OptimizerState {
+    pub groups: Vec<ParamGroup>,
+    pub state: BTreeMap<u64, ParamState>,
+    pub path: PathBuf,
+    zip: TorchZip,
+}
+
+impl OptimizerState {
+    /// Reads an optimizer state dict: the file's root, or one nested under `optimizer`,
+    /// `optimizer_state_dict`, or `optimizer_states[0]` (Lightning).
+    pub fn read(path: impl AsRef<Path>) -> Result<OptimizerState> {
+        let path = path.as_ref();
+        let zip = TorchZip::open(path)?;
+        let root = zip.root();
+        let sd = [
+            Some(root),
+            lookup(root, "optimizer"),
+            lookup(root, "optimizer_state_dict"),
+            lookup(root, "optimizer_states").and_then(|v| v.as_seq()?.first()),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|v| lookup(v, "param_groups").is_some())
+        .ok_or_else(|| {
+            ReadError::format(
+                path,
+                "no optimizer state dict (expected 'state' and 'param_groups')",
+            )
+        })?;
+        let groups_v = lookup(sd, "param_groups")
+            .and_then(Value::as_seq)
+            .ok_or_else(|| ReadError::format(path, "param_groups is not a list"))?;
+        let num = |v: &Value| -> Option<f64> {
+            match v {
+                Value::Tensor(t) => zip.scalar(t).ok(),
+                other => other.as_f64(),
+            }
+        };
+        let mut groups = Vec::with_capacity(groups_v.len());
+        for (index, g) in groups_v.iter().enumerate() {
+            let d = g.as_dict().ok_or_else(|| {
+                ReadError::format(path, format!("param_groups[{index}] is not a dict"))
+            })?;
+            let mut pg = ParamGroup {
+                index,
+                lr: None,
+                initial_lr: None,
+                betas: None,
+                eps: None,
+                weight_decay: None,
+                params: Vec::new(),
+                param_names: None,
+                extra: BTreeMap::new(),
+            };
+            for (k, v) in d {
+                let Some(k) = k.key_string() else { continue };
+                match k.as_str() {
+                    "lr" => pg.lr = num(v),
+                    "initial_lr" => pg.initial_lr = num(v),
+                    "eps" => pg.eps = num(v),
+                    "weight_decay" => pg.weight_decay = num(v),
+                    "betas" => {
+                        pg.betas = v.as_seq().and_then(|s| match s {
+                            [a, b] => Some((num(a)?, num(b)?)),
+                            _ => None,
+                        })
+                    }
+                    "params" => {
+                        pg.params = v
+                            .as_seq()
+                            .map(|s| {
+                                s.iter()
+                                    .filter_map(|x| x.as_i64().and_then(|i| u64::try_from(i).ok()))
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    }
+                    "param_names" => {
+                        pg.param_names = v.as_seq().map(|s| {
+                            s.iter()
+                                .filter_map(|x| x.as_str().map(str::to_string))
+                                .collect()
+                        })
+                    }
+                    _ => {
+                        let r = match v {
+                            Value::Tensor(t) => num(v)
+                                .map(|x| x.to_string())
+                                .unwrap_or_else(|| format!("tensor({}, {:?})", t.dtype, t.shape)),
+                            other => other.repr(200),
+                        };
+                        pg.extra.insert(k, r);
+                    }
+                }
+            }
+            groups.push(pg);
+        }
+        let mut state = BTreeMap::new();
+        if let Some(st) = lookup(sd, "state").and_then(Value::as_dict) {
+            for (k, v) in st {
+                let Some(id) = k.as_i64().and_then(|i| u64::try_from(i).ok()) else {
+                    continue;
+                };
+                let mut ps = ParamState {
+                    id,
+                    step: None,
+                    exp_avg: None,
+                    exp_avg_sq: None,
+                    max_exp_avg_sq: None,
+                    momentum_buffer: None,
+                    other: BTreeMap::new(),
+                    shape: Vec::new(),
+                    dtype: None,
+                };
+                for (sk, sv) in v.as_dict().unwrap_or(&[]) {
+                    let Some(sk) = sk.key_string() else { continue };
+                    if sk == "step" {
+                        ps.step = num(sv);
+                        continue;
+                    }
+                    let Value::Tensor(t) = sv else { continue };
+                    if ps.dtype.is_none() && !t.shape.is_empty() {
+                        ps.shape = t.shape.clone();
+                        ps.dtype = Some(t.dtype);
+                    }
+                    let slot = match sk.as_str() {
+                        "exp_avg" => &mut ps.exp_avg,
+                        "exp_avg_sq" => &mut ps.exp_avg_sq,
+                        "max_exp_avg_sq" => &mut ps.max_exp_avg_sq,
+                        "momentum_buffer" => &mut ps.momentum_buffer,
+                        _ => {
+                            ps.other.insert(sk, t.clone());
+                            continue;
+                        }
+                    };
+                    *slot = Some(t.clone());
+                }
+                state.insert(id, ps);
+            }
+        }
+        Ok(OptimizerState {
+            groups,
+            state,
+            path: path.to_path_buf(),
+            zip,
+        })
+    }
+
+    pub fn tensor_stats(&self, t: &TensorRef) -> Result<TensorStats> {
+        self.zip.tensor_stats(t)
+    }
+
+    /// ‖t‖₂ over its finite values.
+    pub fn l2_norm(&self, t: &TensorRef) -> Result<f64> {
+        Ok(self.zip.tensor_stats(t)?.l2)
+    }
+
+    /// The group a parameter index belongs to.
+    pub fn group_of(&self, id: u64) -> Option<&ParamGroup> {
+        self.groups.iter().find(|g| g.params.contains(&id))
+    }
+
+    /// Parameters listed in a group that have no state (never stepped, or frozen).
+    pub fn params_without_state(&self) -> Vec<u64> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.params.iter().copied())
+            .filter(|p| !self.state.contains_key(p))
+            .collect()
+    }
+
+    /// The underlying archive (for loading state tensors onto a device).
+    pub fn archive(&self) -> &TorchZip {
+        &self.zip
+    }
+}
+
+/// Unpickles any torch-saved object (`scheduler.pt`, `training_args.bin`, `rng_state.pth`).
+/// Opaque objects keep their `BUILD` state: use [`lookup`] / [`lookup_f64`] / [`lookup_str`].
+pub fn read_pickled_dict(path: impl AsRef<Path>) -> Result<Value> {
+    Ok(TorchZip::open(path)?.root().clone())
+}
+
+/// A number under `key` (through dicts and opaque objects' state).
+pub fn lookup_f64(v: &Value, key: &str) -> Option<f64> {
+    lookup(v, key)?.as_f64()
+}
+
+/// A string under `key`, seeing through enum-like objects (`SchedulerType('cosine')`).
+pub fn lookup_str<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    lookup(v, key)?.as_str()
+}

@@ -1,0 +1,774 @@
+//! Tensor statistics in one fused pass over raw little-endian bytes: count, finite/NaN/inf,
+//! mean/std over finite values (shifted sums merged with Chan's formula, in f64), min/max,
+//! zeros, L2 and a signed log2-magnitude histogram — chunked across rayon threads, with
+//! lane-parallel inner loops the compiler vectorises. Also block decoders shared by
+//! [`super::compare`] and an on-demand [`linear_histogram`].
+
+use rayon::prelude::*;
+
+use super::dtype::{bf16_to_f32, f16_to_f32, f8e4m3_to_f32, f8e5m2_to_f32, DType};
+
+/// Lowest / highest `floor(log2|x|)` with its own bin; values beyond fall into the end bins.
+pub const HIST_MIN_EXP: i32 = -40;
+pub const HIST_MAX_EXP: i32 = 40;
+/// Bins per sign.
+pub const HIST_BINS: usize = (HIST_MAX_EXP - HIST_MIN_EXP + 1) as usize;
+
+/// Elements decoded at a time (fits L1 with its f32/f64 buffer).
+const BLOCK: usize = 2048;
+/// Elements per parallel task.
+const CHUNK: usize = 64 * 1024;
+
+/// Signed log-magnitude histogram of the finite values: `pos[i]` counts `x > 0` with
+/// `floor(log2 x) == HIST_MIN_EXP + i` (clamped at both ends), `neg` the same for `x < 0`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LogHist {
+    pub pos: Vec<u64>,
+    pub neg: Vec<u64>,
+    pub zero: u64,
+}
+
+impl Default for LogHist {
+    fn default() -> Self {
+        LogHist {
+            pos: vec![0; HIST_BINS],
+            neg: vec![0; HIST_BINS],
+            zero: 0,
+        }
+    }
+}
+
+impl LogHist {
+    /// `floor(log2|x|)` of bin `i` (the end bins also hold everything beyond them).
+    pub fn bin_exponent(i: usize) -> i32 {
+        HIST_MIN_EXP + i as i32
+    }
+
+    /// Bin index for an exponent, clamped.
+    pub fn bin_of(exp: i32) -> usize {
+        (exp.clamp(HIST_MIN_EXP, HIST_MAX_EXP) - HIST_MIN_EXP) as usize
+    }
+
+    pub fn total(&self) -> u64 {
+        self.pos.iter().chain(&self.neg).sum::<u64>() + self.zero
+    }
+
+    fn merge(&mut self, o: &LogHist) {
+        for (a, b) in self.pos.iter_mut().zip(&o.pos) {
+            *a += b;
+        }
+        for (a, b) in self.neg.iter_mut().zip(&o.neg) {
+            *a += b;
+        }
+        self.zero += o.zero;
+    }
+}
+
+/// Statistics of one tensor. Moments, min/max and L2 cover finite values only; `nan` and `inf`
+/// are counted beside them. When nothing is finite, `mean`, `std`, `min`, `max`, `absmax` are NaN.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TensorStats {
+    pub count: u64,
+    pub finite: u64,
+    pub mean: f64,
+    /// Population standard deviation (ddof = 0, as numpy's default).
+    pub std: f64,
+    pub min: f64,
+    pub max: f64,
+    pub absmax: f64,
+    pub zeros: u64,
+    pub nan: u64,
+    pub inf: u64,
+    pub l2: f64,
+    pub hist: LogHist,
+}
+
+impl TensorStats {
+    /// Fraction of all elements that are exactly zero (0 for an empty tensor).
+    pub fn zero_frac(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.zeros as f64 / self.count as f64
+        }
+    }
+
+    /// Non-finite elements (NaN + ±inf).
+    pub fn nonfinite(&self) -> u64 {
+        self.nan + self.inf
+    }
+
+    /// Root mean square of the finite values.
+    pub fn rms(&self) -> f64 {
+        if self.finite == 0 {
+            f64::NAN
+        } else {
+            self.l2 / (self.finite as f64).sqrt()
+        }
+    }
+}
+
+/// Partial result of a chunk; merged with Chan's parallel formula.
+#[derive(Clone)]
+struct Acc {
+    count: u64,
+    fin: u64,
+    mean: f64,
+    m2: f64,
+    min: f64,
+    max: f64,
+    zeros: u64,
+    nan: u64,
+    hist: LogHist,
+}
+
+impl Acc {
+    fn empty() -> Acc {
+        Acc {
+            count: 0,
+            fin: 0,
+            mean: 0.0,
+            m2: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            zeros: 0,
+            nan: 0,
+            hist: LogHist::default(),
+        }
+    }
+
+    fn merge(mut self, o: Acc) -> Acc {
+        if o.fin > 0 {
+            if self.fin == 0 {
+                self.mean = o.mean;
+                self.m2 = o.m2;
+            } else {
+                let n = (self.fin + o.fin) as f64;
+                let d = o.mean - self.mean;
+                self.mean += d * (o.fin as f64 / n);
+                self.m2 += o.m2 + d * d * (self.fin as f64) * (o.fin as f64) / n;
+            }
+        }
+        self.count += o.count;
+        self.fin += o.fin;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.zeros += o.zeros;
+        self.nan += o.nan;
+        self.hist.merge(&o.hist);
+        self
+    }
+
+    fn finish(self) -> TensorStats {
+        let inf = self.count - self.fin - self.nan;
+        if self.fin == 0 {
+            return TensorStats {
+                count: self.count,
+                finite: 0,
+                mean: f64::NAN,
+                std: f64::NAN,
+                min: f64::NAN,
+                max: f64::NAN,
+                absmax: f64::NAN,
+                zeros: self.zeros,
+                nan: self.nan,
+                inf,
+                l2: 0.0,
+                hist: self.hist,
+            };
+        }
+        let n = self.fin as f64;
+        let m2 = self.m2.max(0.0);
+        let sumsq = m2 + n * self.mean * self.mean;
+        TensorStats {
+            count: self.count,
+            finite: self.fin,
+            mean: self.mean,
+            std: (m2 / n).sqrt(),
+            min: self.min,
+            max: self.max,
+            absmax: self.min.abs().max(self.max.abs()),
+            zeros: self.zeros,
+            nan: self.nan,
+            inf,
+            l2: sumsq.sqrt(),
+            hist: self.hist,
+        }
+    }
+}
+
+/// Decodes up to `out.len()` f32-exact elements (F32/F16/BF16/F8/small ints/bool) from `raw`;
+/// returns how many were written.
+pub(crate) fn decode_f32(raw: &[u8], dt: DType, out: &mut [f32]) -> usize {
+    let n = (raw.len() / dt.size()).min(out.len());
+    let out = &mut out[..n];
+    match dt {
+        DType::F32 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(4)) {
+                *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+        }
+        DType::BF16 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(2)) {
+                *o = bf16_to_f32(u16::from_le_bytes([c[0], c[1]]));
+            }
+        }
+        DType::F16 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(2)) {
+                *o = f16_to_f32(u16::from_le_bytes([c[0], c[1]]));
+            }
+        }
+        DType::F8E4M3 => {
+            let lut = f8_lut(f8e4m3_to_f32);
+            for (o, &b) in out.iter_mut().zip(raw) {
+                *o = lut[b as usize];
+            }
+        }
+        DType::F8E5M2 => {
+            let lut = f8_lut(f8e5m2_to_f32);
+            for (o, &b) in out.iter_mut().zip(raw) {
+                *o = lut[b as usize];
+            }
+        }
+        DType::I16 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(2)) {
+                *o = i16::from_le_bytes([c[0], c[1]]) as f32;
+            }
+        }
+        DType::U16 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(2)) {
+                *o = u16::from_le_bytes([c[0], c[1]]) as f32;
+            }
+        }
+        DType::I8 => {
+            for (o, &b) in out.iter_mut().zip(raw) {
+                *o = b as i8 as f32;
+            }
+        }
+        DType::U8 | DType::Bool => {
+            for (o, &b) in out.iter_mut().zip(raw) {
+                *o = b as f32;
+            }
+        }
+        DType::F64 | DType::I64 | DType::I32 | DType::U32 | DType::U64 => {
+            let mut tmp = [0f64; BLOCK];
+            let mut done = 0;
+            while done < n {
+                let k = decode_f64(
+                    &raw[done * dt.size()..],
+                    dt,
+                    &mut tmp[..(n - done).min(BLOCK)],
+                );
+                for (o, &x) in out[done..done + k].iter_mut().zip(&tmp[..k]) {
+                    *o = x as f32;
+                }
+                done += k;
+                if k == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    n
+}
+
+/// Decodes up to `out.len()` elements of any dtype as f64; returns how many were written.
+pub(crate) fn decode_f64(raw: &[u8], dt: DType, out: &mut [f64]) -> usize {
+    let n = (raw.len() / dt.size()).min(out.len());
+    let out = &mut out[..n];
+    match dt {
+        DType::F64 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(8)) {
+                *o = f64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            }
+        }
+        DType::I64 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(8)) {
+                *o = i64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f64;
+            }
+        }
+        DType::U64 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(8)) {
+                *o = u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f64;
+            }
+        }
+        DType::I32 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(4)) {
+                *o = i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
+            }
+        }
+        DType::U32 => {
+            for (o, c) in out.iter_mut().zip(raw.chunks_exact(4)) {
+                *o = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
+            }
+        }
+        _ => {
+            let mut tmp = [0f32; BLOCK];
+            let mut done = 0;
+            while done < n {
+                let k = decode_f32(
+                    &raw[done * dt.size()..],
+                    dt,
+                    &mut tmp[..(n - done).min(BLOCK)],
+                );
+                for (o, &x) in out[done..done + k].iter_mut().zip(&tmp[..k]) {
+                    *o = x as f64;
+                }
+                done += k;
+                if k == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    n
+}
+
+fn f8_lut(f: fn(u8) -> f32) -> [f32; 256] {
+    let mut t = [0f32; 256];
+    for (i, x) in t.iter_mut().enumerate() {
+        *x = f(i as u8);
+    }
+    t
+}
+
+/// Whether a dtype goes through the f32 lanes (exact in f32) or the f64 lanes.
+fn uses_f32(dt: DType) -> bool {
+    !matches!(
+        dt,
+        DType::F64 | DType::I64 | DType::I32 | DType::U32 | DType::U64
+    )
+}
+
+/// Per-block lane sums; generated for f32 (16 lanes) and f64 (8 lanes).
+macro_rules! moments_kernel {
+    ($name:ident, $t:ty, $lanes:expr) => {
+        /// Returns (sum of x-k, sum of (x-k)^2, min, max, finite, zeros, nan) over finite x.
+        #[inline(always)]
+        fn $name(xs: &[$t], k: $t) -> (f64, f64, $t, $t, u64, u64, u64) {
+            const L: usize = $lanes;
+            let mut s = [0 as $t; L];
+            let mut q = [0 as $t; L];
+            let mut mn = [<$t>::INFINITY; L];
+            let mut mx = [<$t>::NEG_INFINITY; L];
+            let mut fin = [0u32; L];
+            let mut zer = [0u32; L];
+            let mut nan = [0u32; L];
+            let mut it = xs.chunks_exact(L);
+            for c in &mut it {
+                for l in 0..L {
+                    let v = c[l];
+                    let f = v.abs() < <$t>::INFINITY;
+                    let d = if f { v - k } else { 0 as $t };
+                    s[l] += d;
+                    q[l] += d * d;
+                    let lo = if f { v } else { <$t>::INFINITY };
+                    let hi = if f { v } else { <$t>::NEG_INFINITY };
+                    mn[l] = if lo < mn[l] { lo } else { mn[l] };
+                    mx[l] = if hi > mx[l] { hi } else { mx[l] };
+                    fin[l] += f as u32;
+                    zer[l] += (v == 0 as $t) as u32;
+                    nan[l] += (v != v) as u32;
+                }
+            }
+            for (l, &v) in it.remainder().iter().enumerate() {
+                let f = v.abs() < <$t>::INFINITY;
+                let d = if f { v - k } else { 0 as $t };
+                s[l] += d;
+                q[l] += d * d;
+                if f {
+                    mn[l] = if v < mn[l] { v } else { mn[l] };
+                    mx[l] = if v > mx[l] { v } else { mx[l] };
+                }
+                fin[l] += f as u32;
+                zer[l] += (v == 0 as $t) as u32;
+                nan[l] += v.is_nan() as u32;
+            }
+            let mut out = (
+                0f64,
+                0f64,
+                <$t>::INFINITY,
+                <$t>::NEG_INFINITY,
+                0u64,
+                0u64,
+                0u64,
+            );
+            for l in 0..L {
+                out.0 += s[l] as f64;
+                out.1 += q[l] as f64;
+                out.2 = if mn[l] < out.2 { mn[l] } else { out.2 };
+                out.3 = if mx[l] > out.3 { mx[l] } else { out.3 };
+                out.4 += fin[l] as u64;
+                out.5 += zer[l] as u64;
+                out.6 += nan[l] as u64;
+            }
+            out
+        }
+    };
+}
+
+moments_kernel!(moments_f32, f32, 16);
+moments_kernel!(moments_f64, f64, 8);
+
+fn fold_f32_hist(tables: &[[u32; 513]; 4], hist: &mut LogHist) {
+    for key in 0..513 {
+        let c: u64 = tables.iter().map(|t| t[key] as u64).sum();
+        if c == 0 {
+            continue;
+        }
+        if key == 512 {
+            hist.zero += c;
+            continue;
+        }
+        let e = (key & 0xff) as i32;
+        if e == 0xff {
+            continue; // inf / NaN
+        }
+        let bin = LogHist::bin_of(if e == 0 { -127 } else { e - 127 });
+        if key & 0x100 != 0 {
+            hist.neg[bin] += c;
+        } else {
+            hist.pos[bin] += c;
+        }
+    }
+}
+
+#[inline(always)]
+fn f32_key(x: f32) -> usize {
+    let b = x.to_bits();
+    if b << 1 == 0 {
+        512
+    } else {
+        (b >> 23) as usize
+    }
+}
+
+fn chunk_f32(raw: &[u8], dt: DType) -> Acc {
+    let es = dt.size();
+    let mut buf = [0f32; BLOCK];
+    let mut tables = [[0u32; 513]; 4];
+    let mut acc = Acc::empty();
+    let (mut s, mut q) = (0f64, 0f64);
+    let mut shift: Option<f32> = None;
+    let mut overflow = false;
+    for blk in raw.chunks(BLOCK * es) {
+        let n = decode_f32(blk, dt, &mut buf);
+        let xs = &buf[..n];
+        let k = match shift {
+            Some(k) => k,
+            None => match xs.iter().find(|v| v.is_finite()) {
+                Some(&k) => {
+                    shift = Some(k);
+                    k
+                }
+                None => 0.0,
+            },
+        };
+        let (bs, bq, mn, mx, fin, zer, nan) = moments_f32(xs, k);
+        overflow |= !(bs.is_finite() && bq.is_finite());
+        s += bs;
+        q += bq;
+        acc.min = acc.min.min(mn as f64);
+        acc.max = acc.max.max(mx as f64);
+        acc.fin += fin;
+        acc.zeros += zer;
+        acc.nan += nan;
+        acc.count += n as u64;
+        let mut it = xs.chunks_exact(4);
+        for c in &mut it {
+            tables[0][f32_key(c[0])] += 1;
+            tables[1][f32_key(c[1])] += 1;
+            tables[2][f32_key(c[2])] += 1;
+            tables[3][f32_key(c[3])] += 1;
+        }
+        for &v in it.remainder() {
+            tables[0][f32_key(v)] += 1;
+        }
+    }
+    fold_f32_hist(&tables, &mut acc.hist);
+    if overflow {
+        // Squares beyond f32 range: redo the moments in f64.
+        let (m, m2) = moments_exact(raw, dt);
+        acc.mean = m;
+        acc.m2 = m2;
+    } else if acc.fin > 0 {
+        let n = acc.fin as f64;
+        acc.mean = shift.unwrap_or(0.0) as f64 + s / n;
+        acc.m2 = (q - s * s / n).max(0.0);
+    }
+    acc
+}
+
+/// Mean and M2 of the finite values in f64 (slow path, for overflow).
+fn moments_exact(raw: &[u8], dt: DType) -> (f64, f64) {
+    let mut buf = [0f64; BLOCK];
+    let (mut n, mut mean, mut m2) = (0f64, 0f64, 0f64);
+    for blk in raw.chunks(BLOCK * dt.size()) {
+        let k = decode_f64(blk, dt, &mut buf);
+        for &x in &buf[..k] {
+            if x.is_finite() {
+                n += 1.0;
+                let d = x - mean;
+                mean += d / n;
+                m2 += d * (x - mean);
+            }
+        }
+    }
+    (mean, m2)
+}
+
+fn f64_hist(x: f64, hist: &mut LogHist) {
+    let b = x.to_bits();
+    if b << 1 == 0 {
+        hist.zero += 1;
+        return;
+    }
+    let e = ((b >> 52) & 0x7ff) as i32;
+    if e == 0x7ff {
+        return;
+    }
+    let bin = LogHist::bin_of(if e == 0 { -1023 } else { e - 1023 });
+    if b >> 63 != 0 {
+        hist.neg[bin] += 1;
+    } else {
+        hist.pos[bin] += 1;
+    }
+}
+
+fn chunk_f64(raw: &[u8], dt: DType) -> Acc {
+    let mut buf = [0f64; BLOCK];
+    let mut acc = Acc::empty();
+    let (mut s, mut q) = (0f64, 0f64);
+    let mut shift: Option<f64> = None;
+    for blk in raw.chunks(BLOCK * dt.size()) {
+        let n = decode_f64(blk, dt, &mut buf);
+        let xs = &buf[..n];
+        let k = match shift {
+            Some(k) => k,
+            None => match xs.iter().find(|v| v.is_finite()) {
+                Some(&k) => {
+                    shift = Some(k);
+                    k
+                }
+                None => 0.0,
+            },
+        };
+        let (bs, bq, mn, mx, fin, zer, nan) = moments_f64(xs, k);
+        s += bs;
+        q += bq;
+        acc.min = acc.min.min(mn);
+        acc.max = acc.max.max(mx);
+        acc.fin += fin;
+        acc.zeros += zer;
+        acc.nan += nan;
+        acc.count += n as u64;
+        for &x in xs {
+            f64_hist(x, &mut acc.hist);
+        }
+    }
+    if !(s.is_finite() && q.is_finite()) {
+        let (m, m2) = moments_exact(raw, dt);
+        acc.mean = m;
+        acc.m2 = m2;
+    } else if acc.fin > 0 {
+        let n = acc.fin as f64;
+        acc.mean = shift.unwrap_or(0.0) + s / n;
+        acc.m2 = (q - s * s / n).max(0.0);
+    }
+    acc
+}
+
+fn chunk(raw: &[u8], dt: DType) -> Acc {
+    if uses_f32(dt) {
+        chunk_f32(raw, dt)
+    } else {
+        chunk_f64(raw, dt)
+    }
+}
+
+/// Statistics of a tensor given as contiguous little-endian bytes of `dtype` (a trailing
+/// partial element is ignored). Large tensors are split across rayon's threads.
+pub fn tensor_stats(bytes: &[u8], dtype: DType) -> TensorStats {
+    let es = dtype.size();
+    let bytes = &bytes[..bytes.len() - bytes.len() % es];
+    let step = CHUNK * es;
+    let acc = if bytes.len() <= 2 * step {
+        bytes
+            .chunks(step)
+            .map(|c| chunk(c, dtype))
+            .fold(Acc::empty(), Acc::merge)
+    } else {
+        bytes
+            .par_chunks(step)
+            .map(|c| chunk(c, dtype))
+            .reduce(Acc::empty, Acc::merge)
+    };
+    acc.finish()
+}
+
+/// Counts finite values in `bins` equal-width bins over `[lo, hi]` (values outside, and
+/// non-finite ones, are not counted; `hi` itself goes into the last bin). A second pass,
+/// on demand — e.g. with `lo`/`hi` from [`tensor_stats`].
+pub fn linear_histogram(bytes: &[u8], dtype: DType, lo: f64, hi: f64, bins: usize) -> Vec<u64> {
+    if bins == 0 || !lo.is_finite() || !hi.is_finite() || hi < lo {
+        return vec![0; bins];
+    }
+    let es = dtype.size();
+    let width = hi - lo;
+    let scale = if width > 0.0 {
+        bins as f64 / width
+    } else {
+        0.0
+    };
+    let one = |raw: &[u8]| {
+        let mut h = vec![0u64; bins];
+        let mut buf = [0f64; BLOCK];
+        for blk in raw.chunks(BLOCK * es) {
+            let n = decode_f64(blk, dtype, &mut buf);
+            for &x in &buf[..n] {
+                if x >= lo && x <= hi {
+                    let b = (((x - lo) * scale) as usize).min(bins - 1);
+                    h[b] += 1;
+                }
+            }
+        }
+        h
+    };
+    bytes.par_chunks(CHUNK * es).map(one).reduce(
+        || vec![0u64; bins],
+        |mut a, b| {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+            a
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn naive(v: &[f64]) -> (f64, f64, f64, f64) {
+        let f: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        let n = f.len() as f64;
+        let mean = f.iter().sum::<f64>() / n;
+        let var = f.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        let l2 = f.iter().map(|x| x * x).sum::<f64>().sqrt();
+        (
+            mean,
+            var.sqrt(),
+            l2,
+            f.iter().fold(0f64, |a, x| a.max(x.abs())),
+        )
+    }
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        (a - b).abs() <= rel * b.abs().max(1e-30)
+    }
+
+    #[test]
+    fn f32_stats_match_naive_across_chunk_boundaries() {
+        let n = 3 * CHUNK + 1234;
+        let mut seed = 12345u64;
+        let v: Vec<f32> = (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                1.0 + 0.01 * ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5) as f32
+            })
+            .collect();
+        let st = tensor_stats(&f32_bytes(&v), DType::F32);
+        let (mean, std, l2, absmax) = naive(&v.iter().map(|&x| x as f64).collect::<Vec<_>>());
+        assert_eq!(st.count, n as u64);
+        assert!(close(st.mean, mean, 1e-9), "{} {}", st.mean, mean);
+        assert!(close(st.std, std, 1e-5), "{} {}", st.std, std);
+        assert!(close(st.l2, l2, 1e-9));
+        assert_eq!(st.absmax, absmax);
+        assert_eq!(st.hist.total(), n as u64);
+        assert_eq!(
+            st.hist.pos[LogHist::bin_of(0)] + st.hist.pos[LogHist::bin_of(-1)],
+            n as u64
+        );
+    }
+
+    #[test]
+    fn nonfinite_values_are_counted_beside_the_moments() {
+        let v = [
+            1.0f32,
+            f32::NAN,
+            f32::INFINITY,
+            -3.0,
+            0.0,
+            f32::NEG_INFINITY,
+            -0.0,
+        ];
+        let st = tensor_stats(&f32_bytes(&v), DType::F32);
+        assert_eq!(
+            (st.count, st.finite, st.nan, st.inf, st.zeros),
+            (7, 4, 1, 2, 2)
+        );
+        assert_eq!((st.min, st.max, st.absmax), (-3.0, 1.0, 3.0));
+        assert!(close(st.mean, -0.5, 1e-12));
+        assert_eq!(st.hist.zero, 2);
+        assert_eq!(st.hist.neg[LogHist::bin_of(1)], 1);
+        assert_eq!(st.hist.pos[LogHist::bin_of(0)], 1);
+    }
+
+    #[test]
+    fn all_nan_and_empty_tensors_are_reported_not_fatal() {
+        let st = tensor_stats(&f32_bytes(&[f32::NAN; 5]), DType::F32);
+        assert_eq!((st.count, st.finite, st.nan), (5, 0, 5));
+        assert!(st.mean.is_nan() && st.std.is_nan());
+        let e = tensor_stats(&[], DType::BF16);
+        assert_eq!((e.count, e.zero_frac()), (0, 0.0));
+    }
+
+    #[test]
+    fn huge_finite_values_fall_back_to_f64_moments() {
+        let v = [1e30f32, -1e30, 1e30, -1e30];
+        let st = tensor_stats(&f32_bytes(&v), DType::F32);
+        assert!(close(st.std, 1e30, 1e-6), "{}", st.std);
+        assert!(close(st.l2, 2e30, 1e-6));
+    }
+
+    #[test]
+    fn bf16_f16_and_int_dtypes_decode() {
+        let bf: Vec<u8> = [1.5f32, -2.0, 0.25]
+            .iter()
+            .flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes())
+            .collect();
+        let st = tensor_stats(&bf, DType::BF16);
+        assert_eq!((st.min, st.max), (-2.0, 1.5));
+        let h: Vec<u8> = [half::f16::from_f32(3.0), half::f16::from_f32(-1.0)]
+            .iter()
+            .flat_map(|x| x.to_bits().to_le_bytes())
+            .collect();
+        assert!(close(tensor_stats(&h, DType::F16).mean, 1.0, 1e-12));
+        let i: Vec<u8> = [5i64, -7, 0, 1 << 40]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let st = tensor_stats(&i, DType::I64);
+        assert_eq!((st.min, st.max, st.zeros), (-7.0, (1u64 << 40) as f64, 1));
+        assert_eq!(st.hist.pos[LogHist::bin_of(40)], 1);
+        let st = tensor_stats(&[0, 1, 1, 0], DType::Bool);
+        assert_eq!((st.mean, st.zeros), (0.5, 2));
+    }
+
+    #[test]
+    fn linear_histogram_counts_in_range() {
+        let v = [0.0f32, 0.1, 0.5, 0.99, 1.0, 2.0, f32::NAN];
+        let h = linear_histogram(&f32_bytes(&v), DType::F32, 0.0, 1.0, 4);
+        assert_eq!(h, vec![2, 0, 1, 2]);
+        assert_eq!(
+            linear_histogram(&f32_bytes(&v), DType::F32, 1.0, 0.0, 3),
+            vec![0, 0, 0]
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! Torch zip checkpoints (`torch.save` ≥ 1.6: `.pt`, `.bin`, `.pth`, `.ckpt`): the archive is
+//! memory-mapped, its `<prefix>/data.pkl` read with the safe pickle VM, and each storage
+//! (`<prefix>/data/<key>`, normally STORED) sliced straight out of the map when a tensor needs it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use super::pickle::{self, TensorRef, Value};
+use super::stats::{tensor_stats, TensorStats};
+use super::{contiguous_view, TensorBytes};
+use crate::error::{ReadError, Result};
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Offset of the entry's (stored) bytes in the file.
+    start: usize,
+    size: usize,
+    stored: bool,
+}
+
+/// An opened torch zip archive.
+pub struct TorchZip {
+    path: PathBuf,
+    map: Mmap,
+    prefix: String,
+    entries: HashMap<String, Entry>,
+    root: Value,
+}
+
+impl std::fmt::Debug for TorchZip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TorchZip")
+            .field("path", &self.path)
+            .field("prefix", &self.prefix)
+            .field("entries", &self.entries.len())
+            .finish()
+    }
+}
+
+pub(crate) fn map_file(path: &Path) -> Result<Mmap> {
+    let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
+    if len == 0 {
+        return Err(ReadError::empty(path, "empty file"));
+    }
+    // SAFETY: the map is read-only and private; we never write through it. Like every reader of
+    // memory-mapped checkpoints we rely on the file not being truncated while it is open.
+    unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))
+}
+
+impl TorchZip {
+    /// Opens an archive and interprets its `data.pkl`; no storage bytes are touched yet.
+    pub fn open(path: impl AsRef<Path>) -> Result<TorchZip> {
+        let path = path.as_ref();
+        let map = map_file(path)?;
+        if !map.starts_with(b"PK\x03\x04") {
+            if map.first() == Some(&0x80) || map.starts_with(&[0x8a, 0x0a]) {
+                return Err(ReadError::format(
+                    path,
+                    "legacy torch serialization not supported; re-save with torch>=1.6",
+                ));
+            }
+            return Err(ReadError::format(
+                path,
+                "not a torch zip archive (no zip signature)",
+            ));
+        }
+        let entries = read_directory(path, &map)?;
+        let pkl = entries
+            .keys()
+            .filter(|k| {
+                k.ends_with("data.pkl")
+                    && (k.len() == 8 || k.ends_with("/data.pkl"))
+                    && k.matches('/').count() <= 1
+            })
+            .min_by_key(|k| k.len())
+            .cloned()
+            .ok_or_else(|| ReadError::format(path, "no data.pkl in archive"))?;
+        let prefix = pkl[..pkl.len() - "data.pkl".len()].to_string();
+        if let Some(e) = entries.get(&format!("{prefix}byteorder")) {
+            if e.stored && map.get(e.start..e.start + e.size) == Some(&b"big"[..]) {
+                return Err(ReadError::format(
+                    path,
+                    "big-endian torch archive not supported",
+                ));
+            }
+        }
+        let e = entries[&pkl];
+        let data = entry_bytes(path, &map, &pkl, e)?;
+        let root =
+            pickle::parse(data).map_err(|err| ReadError::format(path, format!("{pkl}: {err}")))?;
+        Ok(TorchZip {
+            path: path.to_path_buf(),
+            map,
+            prefix,
+            entries,
+            root,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The unpickled object (a state dict, an optimizer state, an opaque object …).
+    pub fn root(&self) -> &Value {
+        &self.root
+    }
+
+    /// The raw bytes of storage `key` (`<prefix>/data/<key>`).
+    pub fn storage_bytes(&self, key: &str) -> Result<&[u8]> {
+        let name = format!("{}data/{key}", self.prefix);
+        let e = *self.entries.get(&name).ok_or_else(|| {
+            ReadError::format(
+                &self.path,
+                format!("storage {name} is missing from the archive"),
+            )
+        })?;
+        entry_bytes(&self.path, &self.map, &name, e)
+    }
+
+    /// The tensor's contiguous little-endian bytes (zero-copy when its view is contiguous).
+    pub fn tensor_bytes(&self, t: &TensorRef) -> Result<TensorBytes<'_>> {
+        let storage = self.storage_bytes(&t.storage_key)?;
+        let what = format!("storage {}", t.storage_key);
+        contiguous_view(
+            &self.path, &what, storage, t.dtype, t.offset, &t.shape, &t.stride,
+        )
+    }
+
+    pub fn with_tensor_bytes<R>(&self, t: &TensorRef, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let b = self.tensor_bytes(t)?;
+        Ok(f(b.as_ref()))
+    }
+
+    pub fn tensor_stats(&self, t: &TensorRef) -> Result<TensorStats> {
+        self.with_tensor_bytes(t, |b| tensor_stats(b, t.dtype))
+    }
+
+    /// A candle tensor on `device`.
+    pub fn load(&self, t: &TensorRef, device: &candle_core::Device) -> Result<candle_core::Tensor> {
+        let b = self.tensor_bytes(t)?;
+        super::candle_io::from_bytes(&self.path, b.as_ref(), t.dtype, &t.shape, device)
+    }
+
+    /// Every element as f64; an error when there are more than `cap`.
+    pub fn to_f64_vec(&self, t: &TensorRef, cap: usize) -> Result<Vec<f64>> {
+        let b = self.tensor_bytes(t)?;
+        super::bytes_to_f64_vec(&self.path, b.as_ref(), t.dtype, cap)
+    }
+
+    /// The value of a one-element tensor (a 0-d `step`, a tensor `lr`).
+    pub fn scalar(&self, t: &TensorRef) -> Result<f64> {
+        let v = self.to_f64_vec(t, 1)?;
+        v.first().copied().ok_or_else(|| {
+            ReadError::format(
+                &self.path,
+                format!(
+                    "storage {}: empty tensor where a scalar was expected",
+                    t.storage_key
+                ),
+            )
+        })
+    }
+}
+
+fn read_directory(path: &Path, map: &Mmap) -> Result<HashMap<String, Entry>> {
+    let archive = zip::ZipArchive::new(Cursor::new(&map[..]))
+        .map_err(|e| ReadError::format(path, format!("bad zip archive: {e}")))?;
+    let mut out = HashMap::new();
+    for i in 0..archive.len() {
+        let ent = archive
+            .by_index_data(i)
+            .map_err(|e| ReadError::format(path, format!("bad zip entry {i}: {e}")))?;
+        let name = String::from_utf8_lossy(ent.name_raw()).into_owned();
+        let start = local_data_start(map, ent.header_start())
+            .ok_or_else(|| ReadError::format(path, format!("{name}: bad local file header")))?;
+        let stored = ent.compression() == zip::CompressionMethod::Stored;
+        let size = if stored {
+            ent.size()
+        } else {
+            ent.compressed_size()
+        };
+        let end = start.checked_add(size).filter(|&e| e <= map.len() as u64);
+        let Some(_) = end else {
+            return Err(ReadError::format(
+                path,
+                format!("{name}: entry of {size} bytes runs past the end of the file"),
+            ));
+        };
+        out.insert(
+            name,
+            Entry {
+                start: start as usize,
+                size: size as usize,
+                stored,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Where an entry's data begins: after its local header (30 bytes + name + extra field).
+fn local_data_start(map: &[u8], header: u64) -> Option<u64> {
+    let h = usize::try_from(header).ok()?;
+    let hdr = map.get(h..h.checked_add(30)?)?;
+    if hdr[..4] != *b"PK\x03\x04" {
+        return None;
+    }
+    let name_len = u16::from_le_bytes([hdr[26], hdr[27]]) as u64;
+    let extra_len = u16::from_le_bytes([hdr[28], hdr[29]]) as u64;
+    Some(header + 30 + name_len + extra_len)
+}
+
+fn entry_bytes<'m>(path: &Path, map: &'m Mmap, name: &str, e: Entry) -> Result<&'m [u8]> {
+    if !e.stored {
+        return Err(ReadError::format(path, format!("{name}: compressed zip entries are not supported (torch.save writes them stored); re-save with torch.save")));
+    }
+    map.get(e.start..e.start + e.size).ok_or_else(|| {
+        ReadError::format(path, format!("{name}: entry runs past the end of the file"))
+    })
+}
+
+/// Drops our mapping's pages for `range` after a large tensor was read, so a sweep over a
+/// checkpoint keeps resident memory near one tensor (the page cache keeps the data).
+pub(crate) fn release(map: &Mmap, range: std::ops::Range<usize>) {
+    if range.start >= range.end || range.end > map.len() {
+        return;
+    }
+    // SAFETY: the map is a private, read-only, file-backed mapping that is never written.
+    // MADV_DONTNEED only drops its page-table entries; a later access faults the same file
+    // bytes back in, so data seen through any live slice does not change.
+    let _ = unsafe {
+        map.unchecked_advise_range(
+            memmap2::UncheckedAdvice::DontNeed,
+            range.start,
+            range.end - range.start,
+        )
+    };
+}
+
+impl TorchZip {
+    pub(crate) fn release_storage(&self, key: &str) {
+        if let Some(e) = self.entries.get(&format!("{}data/{key}", self.prefix)) {
+            release(&self.map, e.start..e.start + e.size);
+        }
+    }
+
+    /// Names of the archive's entries (for diagnostics).
+    pub fn entry_names(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+}

@@ -1,0 +1,383 @@
+//! `mltriage lint`: schema is checked on load; this checks the rest — unique ids, every
+//! see_also / probe / tree reference resolves, probe thresholds cover what the code reads,
+//! trees are connected and acyclic, and (for the embedded playbook) that every seed id exists.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt;
+
+use mltriage_probes::probe::ProbeSpec;
+
+use super::model::Origin;
+use super::tree_def::{NodeKind, TreeDef};
+use super::Catalog;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub severity: Severity,
+    pub origin: Origin,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{}: {sev}: {}", self.origin, self.message)
+    }
+}
+
+/// The ids the seed material defines (DESIGN.md §4.1); the embedded playbook must have all.
+pub fn required_ids() -> Vec<String> {
+    let mut ids = Vec::new();
+    for (p, n) in [
+        ("L", 10),
+        ("V", 7),
+        ("DF", 7),
+        ("R", 6),
+        ("X", 5),
+        ("O", 26),
+    ] {
+        ids.extend((1..=n).map(|i| format!("{p}{i}")));
+    }
+    for s in [
+        "1.1", "1.2", "2.1", "2.2", "3.1", "3.2", "4.1", "4.2", "5.1", "5.2", "6.1", "6.2", "6.3",
+    ] {
+        ids.push(format!("S{s}"));
+    }
+    ids.push("F1".into());
+    ids
+}
+
+/// The tree ids the product ships (DESIGN.md §4.4).
+pub const REQUIRED_TREES: [&str; 7] = [
+    "stability",
+    "convergence",
+    "llm",
+    "vision",
+    "diffusion",
+    "rl",
+    "vlm",
+];
+
+pub struct LintOptions<'a> {
+    /// Probes implemented in code (unimplemented ones named by the playbook are warnings).
+    pub implemented: &'a [ProbeSpec],
+    /// Check seed-id completeness and that every entry is reachable from a tree.
+    pub complete: bool,
+}
+
+pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let err = |origin: &Origin, msg: String| Problem {
+        severity: Severity::Error,
+        origin: origin.clone(),
+        message: msg,
+    };
+    let warn = |origin: &Origin, msg: String| Problem {
+        severity: Severity::Warning,
+        origin: origin.clone(),
+        message: msg,
+    };
+
+    let entry_ids: HashSet<&str> = cat.entries.iter().map(|e| e.id.as_str()).collect();
+    let probe_ids: HashSet<&str> = cat.probes.iter().map(|p| p.id.as_str()).collect();
+    let implemented: HashMap<&str, &ProbeSpec> =
+        opts.implemented.iter().map(|s| (s.id, s)).collect();
+
+    for e in &cat.entries {
+        if e.id.trim().is_empty() || e.id.contains(char::is_whitespace) {
+            out.push(err(
+                &e.origin,
+                format!("entry id {:?} must be non-empty without spaces", e.id),
+            ));
+        }
+        for (field, v) in [
+            ("title", &e.title),
+            ("symptom", &e.symptom),
+            ("cause", &e.cause),
+            ("fix", &e.fix),
+        ] {
+            if v.trim().is_empty() {
+                out.push(err(&e.origin, format!("{}: `{field}` is empty", e.id)));
+            }
+        }
+        for s in &e.see_also {
+            if !entry_ids.contains(s.as_str()) {
+                out.push(err(
+                    &e.origin,
+                    format!("{}: see_also {s:?} is not an entry", e.id),
+                ));
+            }
+            if s == &e.id {
+                out.push(warn(&e.origin, format!("{}: see_also names itself", e.id)));
+            }
+        }
+        for p in &e.probes {
+            if !probe_ids.contains(p.as_str()) && !implemented.contains_key(p.as_str()) {
+                out.push(err(
+                    &e.origin,
+                    format!("{}: probe {p:?} is not defined in probes.yaml", e.id),
+                ));
+            }
+        }
+        for r in &e.refs {
+            if !(r.url.starts_with("https://") || r.url.starts_with("http://")) {
+                out.push(err(
+                    &e.origin,
+                    format!("{}: ref {:?} has no http(s) url", e.id, r.title),
+                ));
+            }
+        }
+        if e.domain == super::Domain::Stability && (e.question.is_none() || e.leaves.is_empty()) {
+            out.push(err(
+                &e.origin,
+                format!("{}: stability entries need `question` and `leaves`", e.id),
+            ));
+        }
+        if e.domain == super::Domain::Folklore && e.source.is_none() {
+            out.push(err(
+                &e.origin,
+                format!("{}: folklore entries need a `source` attribution", e.id),
+            ));
+        }
+    }
+
+    for p in &cat.probes {
+        for e in &p.entries {
+            if !entry_ids.contains(e.as_str()) {
+                out.push(err(
+                    &p.origin,
+                    format!("probe {}: entry {e:?} does not exist", p.id),
+                ));
+            }
+        }
+        for x in &p.explains {
+            if !probe_ids.contains(x.as_str()) {
+                out.push(err(
+                    &p.origin,
+                    format!("probe {}: explains {x:?}, which is not a probe", p.id),
+                ));
+            }
+        }
+        match implemented.get(p.id.as_str()) {
+            None => out.push(warn(
+                &p.origin,
+                format!("probe {} is not implemented yet", p.id),
+            )),
+            Some(spec) => {
+                for key in spec.params {
+                    if !p.thresholds.contains_key(*key) {
+                        out.push(err(
+                            &p.origin,
+                            format!("probe {}: threshold `{key}` is missing", p.id),
+                        ));
+                    }
+                }
+                for key in p.thresholds.keys() {
+                    if !spec.params.contains(&key.as_str()) {
+                        out.push(warn(
+                            &p.origin,
+                            format!("probe {}: threshold `{key}` is not read by the probe", p.id),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for spec in opts.implemented {
+        if !probe_ids.contains(spec.id) && opts.complete {
+            out.push(warn(
+                &Origin::default(),
+                format!(
+                    "implemented probe {} has no definition in probes.yaml",
+                    spec.id
+                ),
+            ));
+        }
+    }
+
+    let mut reachable_entries = BTreeSet::new();
+    for t in &cat.trees {
+        lint_tree(
+            t,
+            cat,
+            &probe_ids,
+            &implemented,
+            &mut out,
+            &mut reachable_entries,
+        );
+    }
+
+    if opts.complete {
+        let anchor = Origin {
+            file: "playbook".into(),
+            line: 0,
+        };
+        for id in required_ids() {
+            if !entry_ids.contains(id.as_str()) {
+                out.push(err(&anchor, format!("seed entry {id} is missing")));
+            }
+        }
+        for t in REQUIRED_TREES {
+            if cat.tree(t).is_none() {
+                out.push(err(&anchor, format!("tree {t:?} is missing")));
+            }
+        }
+        if !cat.trees.is_empty() {
+            for e in &cat.entries {
+                if !reachable_entries.contains(e.id.as_str()) {
+                    out.push(err(
+                        &e.origin,
+                        format!("{} is not reachable from any tree", e.id),
+                    ));
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.severity, &a.origin.file, a.origin.line).cmp(&(
+            b.severity,
+            &b.origin.file,
+            b.origin.line,
+        ))
+    });
+    out
+}
+
+fn lint_tree<'c>(
+    t: &'c TreeDef,
+    cat: &'c Catalog,
+    probe_ids: &HashSet<&str>,
+    implemented: &HashMap<&str, &ProbeSpec>,
+    out: &mut Vec<Problem>,
+    reachable_entries: &mut BTreeSet<&'c str>,
+) {
+    let o = &t.origin;
+    let e = |m: String| Problem {
+        severity: Severity::Error,
+        origin: o.clone(),
+        message: format!("tree {}: {m}", t.id),
+    };
+    let mut ids: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in t.nodes.iter().enumerate() {
+        if ids.insert(n.id.as_str(), i).is_some() {
+            out.push(e(format!("duplicate node id {:?}", n.id)));
+        }
+    }
+    if !ids.contains_key(t.root.as_str()) {
+        out.push(e(format!("root {:?} is not a node", t.root)));
+        return;
+    }
+    for n in &t.nodes {
+        let targets: Vec<&str> = n
+            .branches
+            .values()
+            .map(|s| s.as_str())
+            .chain(n.options.iter().map(|c| c.next.as_str()))
+            .collect();
+        for tg in &targets {
+            if !ids.contains_key(tg) {
+                out.push(e(format!(
+                    "node {:?}: branch target {tg:?} does not exist",
+                    n.id
+                )));
+            }
+        }
+        if let Some(en) = &n.entry {
+            if cat.entry(en).is_none() {
+                out.push(e(format!("node {:?}: entry {en:?} does not exist", n.id)));
+            }
+        }
+        match n.kind {
+            NodeKind::Numeric => match &n.probe {
+                None => out.push(e(format!("numeric node {:?} has no probe", n.id))),
+                Some(p) => {
+                    if !probe_ids.contains(p.as_str()) {
+                        out.push(e(format!("node {:?}: probe {p:?} is not defined", n.id)));
+                    } else if let Some(spec) = implemented.get(p.as_str()) {
+                        for label in n.branches.keys() {
+                            if label != "default" && !spec.outcomes.contains(&label.as_str()) {
+                                out.push(e(format!(
+                                    "node {:?}: probe {p} never answers {label:?}",
+                                    n.id
+                                )));
+                            }
+                        }
+                    }
+                    if n.branches.is_empty() {
+                        out.push(e(format!("numeric node {:?} has no branches", n.id)));
+                    }
+                }
+            },
+            NodeKind::Fact => {
+                if n.fact.is_none() {
+                    out.push(e(format!("fact node {:?} names no fact", n.id)));
+                }
+                if n.branches.is_empty() {
+                    out.push(e(format!("fact node {:?} has no branches", n.id)));
+                }
+            }
+            NodeKind::Choice => {
+                if n.options.is_empty() {
+                    out.push(e(format!("choice node {:?} has no options", n.id)));
+                }
+            }
+            NodeKind::Leaf => {
+                if n.entry.is_none() && n.note.is_none() {
+                    out.push(e(format!("leaf {:?} names no entry and no note", n.id)));
+                }
+                if !targets.is_empty() {
+                    out.push(e(format!("leaf {:?} has branches", n.id)));
+                }
+            }
+        }
+    }
+    // Reachability and cycles (iterative DFS with colours).
+    let mut colour = vec![0u8; t.nodes.len()];
+    let mut stack: Vec<(usize, usize)> = vec![(ids[t.root.as_str()], 0)];
+    colour[ids[t.root.as_str()]] = 1;
+    while let Some((i, k)) = stack.pop() {
+        let n = &t.nodes[i];
+        let targets: Vec<&str> = n
+            .branches
+            .values()
+            .map(|s| s.as_str())
+            .chain(n.options.iter().map(|c| c.next.as_str()))
+            .collect();
+        if k < targets.len() {
+            stack.push((i, k + 1));
+            if let Some(&j) = ids.get(targets[k]) {
+                match colour[j] {
+                    0 => {
+                        colour[j] = 1;
+                        stack.push((j, 0));
+                    }
+                    1 => out.push(e(format!(
+                        "cycle through {:?} -> {:?}",
+                        n.id, t.nodes[j].id
+                    ))),
+                    _ => {}
+                }
+            }
+        } else {
+            colour[i] = 2;
+        }
+    }
+    for (i, n) in t.nodes.iter().enumerate() {
+        if colour[i] == 0 {
+            out.push(e(format!("node {:?} is unreachable from the root", n.id)));
+        } else if let Some(en) = &n.entry {
+            if let Some(entry) = cat.entry(en) {
+                reachable_entries.insert(entry.id.as_str());
+            }
+        }
+    }
+}

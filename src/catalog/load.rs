@@ -1,0 +1,200 @@
+//! Loading playbook YAML (embedded or from `--playbook DIR`) into raw definitions, with
+//! `file:line` positions for every entry, probe and tree so errors can point at them.
+
+use std::path::{Path, PathBuf};
+
+use super::model::{Entry, Origin, ProbeDef};
+use super::tree_def::TreeDef;
+
+include!(concat!(env!("OUT_DIR"), "/embedded_playbook.rs"));
+
+/// A playbook problem that stops loading: `file:line: message`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{origin}: {message}")]
+pub struct LoadError {
+    pub origin: Origin,
+    pub message: String,
+}
+
+impl LoadError {
+    pub fn new(file: &Path, line: usize, message: impl Into<String>) -> Self {
+        LoadError {
+            origin: Origin {
+                file: file.to_path_buf(),
+                line,
+            },
+            message: message.into(),
+        }
+    }
+}
+
+/// One file's worth of definitions.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlaybookFile {
+    #[serde(default)]
+    entries: Vec<Entry>,
+    #[serde(default)]
+    probes: Vec<ProbeDef>,
+    #[serde(default)]
+    tree: Option<TreeDef>,
+}
+
+/// Everything read from a set of files, in file order.
+#[derive(Debug, Default)]
+pub struct RawPlaybook {
+    pub entries: Vec<Entry>,
+    pub probes: Vec<ProbeDef>,
+    pub trees: Vec<TreeDef>,
+    /// Files read (display names).
+    pub files: Vec<PathBuf>,
+}
+
+/// Line (1-based) of the first `id: <id>` list item at or after `from_line`.
+fn line_of_id(text: &str, id: &str, from_line: usize) -> usize {
+    for (i, line) in text.lines().enumerate().skip(from_line.saturating_sub(1)) {
+        let t = line.trim_start().trim_start_matches("- ").trim_start();
+        if let Some(rest) = t.strip_prefix("id:") {
+            let v = rest
+                .split('#')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_matches(|c| c == '"' || c == '\'');
+            if v == id {
+                return i + 1;
+            }
+        }
+    }
+    1
+}
+
+/// Parse one file's text. `name` is what messages call the file.
+pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(), LoadError> {
+    if text.trim().is_empty() {
+        into.files.push(name.to_path_buf());
+        return Ok(());
+    }
+    let parsed: PlaybookFile = serde_yaml_ng::from_str(text).map_err(|e| {
+        let line = e.location().map(|l| l.line()).unwrap_or(1);
+        let msg = e.to_string();
+        // serde_yaml_ng appends " at line L column C"; keep the message itself.
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        LoadError::new(name, line, msg)
+    })?;
+    let mut cursor = 1;
+    for mut e in parsed.entries {
+        let line = line_of_id(text, &e.id, cursor);
+        cursor = line;
+        e.origin = Origin {
+            file: name.to_path_buf(),
+            line,
+        };
+        into.entries.push(e);
+    }
+    cursor = 1;
+    for mut p in parsed.probes {
+        let line = line_of_id(text, &p.id, cursor);
+        cursor = line;
+        p.origin = Origin {
+            file: name.to_path_buf(),
+            line,
+        };
+        into.probes.push(p);
+    }
+    if let Some(mut t) = parsed.tree {
+        t.origin = Origin {
+            file: name.to_path_buf(),
+            line: line_of_id(text, &t.id, 1),
+        };
+        into.trees.push(t);
+    }
+    into.files.push(name.to_path_buf());
+    Ok(())
+}
+
+/// The embedded playbook, parsed. Fails only if the shipped YAML is broken (a test guards it).
+pub fn embedded() -> Result<RawPlaybook, LoadError> {
+    let mut raw = RawPlaybook::default();
+    for (rel, text) in EMBEDDED {
+        parse_file(&Path::new("playbook").join(rel), text, &mut raw)?;
+    }
+    Ok(raw)
+}
+
+/// Names of the embedded files (relative to `playbook/`).
+pub fn embedded_files() -> impl Iterator<Item = &'static str> {
+    EMBEDDED.iter().map(|(n, _)| *n)
+}
+
+/// Every `*.yaml`/`*.yml` under `dir` (recursively, sorted), parsed. Stops at the first
+/// broken file (`file:line: message`).
+pub fn from_dir(dir: &Path) -> Result<RawPlaybook, LoadError> {
+    let meta = std::fs::metadata(dir).map_err(|e| LoadError::new(dir, 0, e.to_string()))?;
+    if !meta.is_dir() {
+        return Err(LoadError::new(dir, 0, "not a directory"));
+    }
+    let mut files = Vec::new();
+    collect_yaml(dir, &mut files, 0);
+    files.sort();
+    let mut raw = RawPlaybook::default();
+    for f in files {
+        let bytes = std::fs::read(&f).map_err(|e| LoadError::new(&f, 0, e.to_string()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| LoadError::new(&f, 0, format!("not UTF-8 text ({e})")))?;
+        parse_file(&f, &text, &mut raw)?;
+    }
+    Ok(raw)
+}
+
+fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if p.is_dir() {
+            collect_yaml(&p, out, depth + 1);
+        } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+            out.push(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_error_names_file_and_line() {
+        let mut raw = RawPlaybook::default();
+        let text = "entries:\n  - id: A1\n    domain: llm\n    title: [unclosed\n";
+        let e = parse_file(Path::new("x.yaml"), text, &mut raw).unwrap_err();
+        assert_eq!(e.origin.file, Path::new("x.yaml"));
+        assert!(e.origin.line >= 4, "{e}");
+    }
+
+    #[test]
+    fn unknown_field_is_rejected_with_its_line() {
+        let mut raw = RawPlaybook::default();
+        let text = "entries:\n  - id: A1\n    domain: llm\n    title: t\n    symptom: s\n    cause: c\n    fix: f\n    colour: red\n";
+        let e = parse_file(Path::new("x.yaml"), text, &mut raw).unwrap_err();
+        assert!(e.message.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn entries_get_their_line() {
+        let mut raw = RawPlaybook::default();
+        let text = "entries:\n  - id: A1\n    domain: llm\n    title: t\n    symptom: s\n    cause: c\n    fix: f\n  - id: A2\n    domain: rl\n    title: t\n    symptom: s\n    cause: c\n    fix: f\n";
+        parse_file(Path::new("x.yaml"), text, &mut raw).unwrap();
+        assert_eq!(raw.entries[0].origin.line, 2);
+        assert_eq!(raw.entries[1].origin.line, 8);
+    }
+}

@@ -1,0 +1,211 @@
+//! The catalog's data model: entries, probe definitions and where each came from.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+/// The areas entries belong to (DESIGN.md §4.1).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Domain {
+    Llm,
+    Vision,
+    Diffusion,
+    Rl,
+    Vlm,
+    Convergence,
+    Stability,
+    Folklore,
+}
+
+impl Domain {
+    pub const ALL: [Domain; 8] = [
+        Domain::Stability,
+        Domain::Convergence,
+        Domain::Llm,
+        Domain::Vision,
+        Domain::Diffusion,
+        Domain::Rl,
+        Domain::Vlm,
+        Domain::Folklore,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Domain::Llm => "llm",
+            Domain::Vision => "vision",
+            Domain::Diffusion => "diffusion",
+            Domain::Rl => "rl",
+            Domain::Vlm => "vlm",
+            Domain::Convergence => "convergence",
+            Domain::Stability => "stability",
+            Domain::Folklore => "folklore",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Domain::Llm => "LLM / transformer",
+            Domain::Vision => "Vision",
+            Domain::Diffusion => "Diffusion",
+            Domain::Rl => "RL",
+            Domain::Vlm => "VLM / multimodal",
+            Domain::Convergence => "Convergence",
+            Domain::Stability => "Stability tree",
+            Domain::Folklore => "Folklore",
+        }
+    }
+}
+
+impl fmt::Display for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Domain {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim().to_ascii_lowercase();
+        Domain::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown domain {s:?} (expected one of: {})",
+                    Domain::ALL.map(|d| d.as_str()).join(", ")
+                )
+            })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    pub title: String,
+    pub url: String,
+}
+
+/// One branch of a stability question: the numeric condition and what it means.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Leaf {
+    pub when: String,
+    pub then: String,
+}
+
+/// Attribution of a folklore entry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub author: String,
+    pub title: String,
+    pub url: String,
+}
+
+/// Where something was defined, for `file:line` messages.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// A catalog entry: symptom -> cause -> fix with the exact knobs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub id: String,
+    pub domain: Domain,
+    pub title: String,
+    pub symptom: String,
+    pub cause: String,
+    pub fix: String,
+    #[serde(default)]
+    pub knobs: Vec<String>,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub errors: Vec<String>,
+    #[serde(default)]
+    pub refs: Vec<Reference>,
+    #[serde(default)]
+    pub see_also: Vec<String>,
+    #[serde(default)]
+    pub probes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leaves: Vec<Leaf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// A threshold value as written in YAML.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Threshold {
+    Num(f64),
+    Text(String),
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Threshold::Num(v) => write!(f, "{v}"),
+            Threshold::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A probe's question and thresholds as the playbook states them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeDef {
+    pub id: String,
+    pub question: String,
+    pub entries: Vec<String>,
+    /// Lower = more likely a root cause; orders findings.
+    #[serde(default = "default_priority")]
+    pub priority: i32,
+    /// Probes whose failures this probe's failure explains.
+    #[serde(default)]
+    pub explains: Vec<String>,
+    #[serde(default)]
+    pub thresholds: BTreeMap<String, Threshold>,
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+fn default_priority() -> i32 {
+    50
+}
+
+impl ProbeDef {
+    /// Thresholds in the form the probes crate consumes.
+    pub fn params(&self) -> mltriage_probes::probe::Params {
+        use mltriage_probes::probe::{ParamValue, Params};
+        let mut p = Params::new();
+        for (k, v) in &self.thresholds {
+            p.insert(
+                k,
+                match v {
+                    Threshold::Num(n) => ParamValue::Num(*n),
+                    Threshold::Text(s) => ParamValue::Text(s.clone()),
+                },
+            );
+        }
+        p
+    }
+}

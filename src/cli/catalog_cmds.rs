@@ -1,0 +1,283 @@
+//! Catalog commands: `search`, `show`, `list`, `lint` — plain text (coloured on a terminal)
+//! or the JSON shapes of DESIGN.md §4.4.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::style::{wrap, Style};
+use super::{ExitCode, UsageError};
+use crate::catalog::lint::{lint as lint_catalog, LintOptions, Severity};
+use crate::catalog::{load, Catalog, Domain, Entry};
+use crate::search::SearchIndex;
+
+/// Write to stdout, ignoring a closed pipe (`mltriage list | head`).
+pub fn emit(s: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes());
+    let _ = out.flush();
+}
+
+pub fn emit_json(v: &serde_json::Value) {
+    emit(&(serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into()) + "\n"));
+}
+
+fn parse_domain(d: Option<&str>) -> anyhow::Result<Option<Domain>> {
+    d.map(|s| {
+        s.parse::<Domain>()
+            .map_err(|e| UsageError(format!("--domain: {e}")).into())
+    })
+    .transpose()
+}
+
+pub fn search(
+    cat: &Catalog,
+    query: &str,
+    limit: usize,
+    domain: Option<&str>,
+    json: bool,
+    st: &Style,
+) -> anyhow::Result<ExitCode> {
+    let domain = parse_domain(domain)?;
+    let index = SearchIndex::build(cat)?;
+    let hits = if limit == 0 {
+        Vec::new()
+    } else {
+        index.search(query, limit, domain)?
+    };
+    if json {
+        let hits: Vec<_> = hits
+            .iter()
+            .filter_map(|h| {
+                let e = cat.entry(&h.id)?;
+                Some(
+                    json!({"id": e.id, "title": e.title, "domain": e.domain, "score": h.score,
+                    "snippet": h.snippet.text, "highlights": h.snippet.highlights}),
+                )
+            })
+            .collect();
+        emit_json(&json!({"query": query, "hits": hits}));
+        return Ok(0);
+    }
+    if hits.is_empty() {
+        emit(&format!(
+            "no entries match {query:?}; try other words, or `mltriage list`\n"
+        ));
+        return Ok(0);
+    }
+    let (o, c) = st.hl();
+    let mut s = String::new();
+    for h in &hits {
+        let Some(e) = cat.entry(&h.id) else { continue };
+        s.push_str(&format!(
+            "{:<6} {}  {}\n",
+            st.bold(&e.id),
+            e.title,
+            st.dim(&format!("[{}]", e.domain))
+        ));
+        if !h.snippet.text.is_empty() {
+            s.push_str(&wrap(&h.snippet.render(o, c), st.width, "       "));
+        }
+    }
+    s.push_str(&st.dim("\n`mltriage show ID` for the fix.\n"));
+    emit(&s);
+    Ok(0)
+}
+
+pub fn entry_json(cat: &Catalog, e: &Entry) -> serde_json::Value {
+    let mut v = serde_json::to_value(e).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("file".into(), json!(e.origin.to_string()));
+        let probes: Vec<_> = cat
+            .probes_for_entry(&e.id)
+            .map(|p| json!({"id": p.id, "question": p.question, "thresholds": p.thresholds}))
+            .collect();
+        obj.insert("probe_checks".into(), json!(probes));
+    }
+    v
+}
+
+pub fn render_entry(cat: &Catalog, e: &Entry, st: &Style) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "{}  {}  {}\n\n",
+        st.bold(&e.id),
+        st.bold(&e.title),
+        st.dim(&format!("[{}]", e.domain.label()))
+    ));
+    if let Some(q) = &e.question {
+        s.push_str(&format!(
+            "{}\n{}",
+            st.cyan("Question"),
+            wrap(q, st.width, "  ")
+        ));
+    }
+    if let Some(t) = &e.threshold {
+        s.push_str(&format!(
+            "{}\n{}",
+            st.cyan("Threshold"),
+            wrap(t, st.width, "  ")
+        ));
+    }
+    for (h, body) in [
+        ("Symptom", &e.symptom),
+        ("Cause", &e.cause),
+        ("Fix", &e.fix),
+    ] {
+        s.push_str(&format!("{}\n{}", st.cyan(h), wrap(body, st.width, "  ")));
+    }
+    if !e.leaves.is_empty() {
+        s.push_str(&format!("{}\n", st.cyan("Branches")));
+        for l in &e.leaves {
+            s.push_str(&wrap(&format!("• if {} → {}", l.when, l.then), st.width, "  "));
+        }
+    }
+    if !e.knobs.is_empty() {
+        s.push_str(&format!("{}\n", st.cyan("Knobs")));
+        for k in &e.knobs {
+            s.push_str(&format!("  • {}\n", st.yellow(k)));
+        }
+    }
+    if !e.errors.is_empty() {
+        s.push_str(&format!("{}\n", st.cyan("Messages you may see")));
+        for k in &e.errors {
+            s.push_str(&format!("  • {k}\n"));
+        }
+    }
+    let checks: Vec<_> = cat.probes_for_entry(&e.id).collect();
+    if !checks.is_empty() {
+        s.push_str(&format!("{}\n", st.cyan("Checks mltriage runs")));
+        for p in checks {
+            let th: Vec<String> = p
+                .thresholds
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            s.push_str(&format!(
+                "  • {} — {}{}\n",
+                st.bold(&p.id),
+                p.question,
+                if th.is_empty() {
+                    String::new()
+                } else {
+                    st.dim(&format!(" ({})", th.join(", ")))
+                }
+            ));
+        }
+    }
+    if !e.see_also.is_empty() {
+        s.push_str(&format!("{}\n", st.cyan("See also")));
+        for id in &e.see_also {
+            let t = cat.entry(id).map(|x| x.title.as_str()).unwrap_or("?");
+            s.push_str(&format!("  • {} {}\n", st.bold(id), t));
+        }
+    }
+    if let Some(src) = &e.source {
+        s.push_str(&format!(
+            "{}\n  {} — {}\n  {}\n",
+            st.cyan("Source"),
+            src.author,
+            src.title,
+            st.dim(&src.url)
+        ));
+    }
+    if !e.refs.is_empty() {
+        s.push_str(&format!("{}\n", st.cyan("References")));
+        for r in &e.refs {
+            s.push_str(&format!("  • {} {}\n", r.title, st.dim(&r.url)));
+        }
+    }
+    s
+}
+
+pub fn show(cat: &Catalog, id: &str, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
+    let Some(e) = cat.entry(id.trim()) else {
+        let index = SearchIndex::build(cat)?;
+        let near: Vec<String> = index.quick_filter(id, 3).into_iter().map(|x| x.0).collect();
+        let hint = if near.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", near.join(", "))
+        };
+        return Err(UsageError(format!("show {id:?}: no such entry{hint}")).into());
+    };
+    if json {
+        emit_json(&entry_json(cat, e));
+    } else {
+        emit(&render_entry(cat, e, st));
+    }
+    Ok(0)
+}
+
+pub fn list(
+    cat: &Catalog,
+    domain: Option<&str>,
+    json: bool,
+    st: &Style,
+) -> anyhow::Result<ExitCode> {
+    let domain = parse_domain(domain)?;
+    let entries: Vec<&Entry> = cat
+        .entries
+        .iter()
+        .filter(|e| domain.is_none_or(|d| e.domain == d))
+        .collect();
+    if json {
+        let v: Vec<_> = entries
+            .iter()
+            .map(|e| json!({"id": e.id, "title": e.title, "domain": e.domain}))
+            .collect();
+        emit_json(&json!({"entries": v}));
+        return Ok(0);
+    }
+    let mut s = String::new();
+    for d in Domain::ALL {
+        let of: Vec<&&Entry> = entries.iter().filter(|e| e.domain == d).collect();
+        if of.is_empty() {
+            continue;
+        }
+        s.push_str(&format!("{}\n", st.cyan(d.label())));
+        for e in of {
+            s.push_str(&format!("  {:<6} {}\n", st.bold(&e.id), e.title));
+        }
+    }
+    emit(&s);
+    Ok(0)
+}
+
+pub fn lint(dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let implemented = mltriage_probes::probes::all();
+    let (cat, complete) = match dir {
+        None => (
+            Catalog::embedded().map_err(|e| UsageError(e.to_string()))?,
+            true,
+        ),
+        Some(d) => (
+            Catalog::from_raw(load::from_dir(d).map_err(|e| UsageError(e.to_string()))?),
+            false,
+        ),
+    };
+    let problems = lint_catalog(
+        &cat,
+        &LintOptions {
+            implemented,
+            complete,
+        },
+    );
+    let errors = problems
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+        .count();
+    let mut err = std::io::stderr().lock();
+    for p in &problems {
+        let _ = writeln!(err, "{p}");
+    }
+    let warnings = problems.len() - errors;
+    emit(&format!(
+        "{} entries, {} probes, {} trees: {errors} error(s), {warnings} warning(s)\n",
+        cat.entries.len(),
+        cat.probes.len(),
+        cat.trees.len()
+    ));
+    Ok(if errors > 0 { 2 } else { 0 })
+}

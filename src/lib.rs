@@ -1,0 +1,8 @@
+//! mltriage: triage a misbehaving ML training run — search symptoms, walk decision trees
+//! whose numeric nodes are answered by probes over the run's artifacts, and `check` a run
+//! in one shot. Data flows one way: playbook -> catalog -> (search, trees) -> probes ->
+//! findings -> (cli | ui).
+
+pub mod catalog;
+pub mod cli;
+pub mod search;
