@@ -6,3 +6,5 @@
 pub mod catalog;
 pub mod cli;
 pub mod search;
+pub mod findings;
+pub mod check;

@@ -2,6 +2,7 @@
 //! map failures to exit codes (0 ok, 1 a check/probe found a fail, 2 usage or input error).
 
 pub mod catalog_cmds;
+pub mod run_cmds;
 pub mod style;
 
 use std::path::PathBuf;
@@ -50,6 +51,42 @@ pub enum Command {
     List {
         #[arg(long)]
         domain: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run every probe on a run and report what is wrong, most likely cause first.
+    Check {
+        run: PathBuf,
+        /// A fact the artifacts may not say, e.g. --fact schedule=warmup_cosine (repeatable).
+        #[arg(long = "fact", value_name = "KEY=VALUE")]
+        facts: Vec<String>,
+        /// A comparable run (same config without the suspected change), for ratio checks.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        /// auto | cpu | cuda | cuda:N
+        #[arg(long, default_value = "auto")]
+        device: String,
+        /// Also show skipped probes with their reasons.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one probe on a run.
+    Probe {
+        id: String,
+        run: PathBuf,
+        #[arg(long = "fact", value_name = "KEY=VALUE")]
+        facts: Vec<String>,
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        #[arg(long, default_value = "auto")]
+        device: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the probes: question, entries it answers, inputs.
+    Probes {
         #[arg(long)]
         json: bool,
     },
@@ -109,6 +146,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::List { domain, json }) => {
             let cat = load_catalog(&cli)?;
             catalog_cmds::list(&cat, domain.as_deref(), *json, &style)
+        }
+        Some(Command::Check { run, facts, baseline, device, all, json }) => {
+            let cat = load_catalog(&cli)?;
+            run_cmds::check_cmd(&cat, run, facts, baseline.as_deref(), device, *json, *all, &style)
+        }
+        Some(Command::Probe { id, run, facts, baseline, device, json }) => {
+            let cat = load_catalog(&cli)?;
+            run_cmds::probe_cmd(&cat, id, run, facts, baseline.as_deref(), device, *json, &style)
+        }
+        Some(Command::Probes { json }) => {
+            let cat = load_catalog(&cli)?;
+            run_cmds::probes_cmd(&cat, *json, &style)
         }
         None => {
             let cat = load_catalog(&cli)?;

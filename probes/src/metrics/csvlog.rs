@@ -52,7 +52,12 @@ pub fn read_log(path: &Path) -> Result<CsvLog> {
     let header: Vec<String> = match rdr.byte_headers() {
         Ok(h) => h
             .iter()
-            .map(|c| String::from_utf8_lossy(c).trim().to_string())
+            .map(|c| {
+                String::from_utf8_lossy(c)
+                    .trim_start_matches('\u{feff}')
+                    .trim()
+                    .to_string()
+            })
             .collect(),
         Err(e) => return Err(csv_error(path, e)),
     };
@@ -199,5 +204,7 @@ mod tests {
         assert!(read(&p).unwrap().is_empty());
         let (_d, p) = csv_file("step,loss\n");
         assert!(read(&p).unwrap().is_empty());
+        let (_d, p) = csv_file("\u{feff}step,loss\n5,1.0\n");
+        assert_eq!(read_log(&p).unwrap().series[0].steps(), vec![5]);
     }
 }

@@ -174,6 +174,7 @@ enum Plugin {
     Other,
 }
 
+#[derive(Clone, Copy)]
 struct TagInfo {
     series: usize,
     plugin: Plugin,
@@ -182,7 +183,7 @@ struct TagInfo {
 /// Turns decoded events into series.
 struct Decoder<'p> {
     path: &'p Path,
-    tags: HashMap<String, TagInfo>,
+    tags: HashMap<Vec<u8>, TagInfo>,
     series: Vec<Series>,
 }
 
@@ -272,20 +273,21 @@ impl<'p> Decoder<'p> {
         if simple.is_none() && tensor.is_none() {
             return;
         }
-        let name = String::from_utf8_lossy(tag);
-        if !self.tags.contains_key(name.as_ref()) {
-            let series = self.series.len();
-            self.series.push(Series::new(&name, self.path));
-            self.tags.insert(
-                name.clone().into_owned(),
-                TagInfo {
+        // One hash lookup on the hot path (tags keyed by their raw bytes); UTF-8 is decoded,
+        // lossily, only when a tag is first seen.
+        let mut info = match self.tags.get(tag) {
+            Some(info) => *info,
+            None => {
+                let series = self.series.len();
+                self.series
+                    .push(Series::new(&String::from_utf8_lossy(tag), self.path));
+                let info = TagInfo {
                     series,
                     plugin: Plugin::Unknown,
-                },
-            );
-        }
-        let Some(info) = self.tags.get_mut(name.as_ref()) else {
-            return;
+                };
+                self.tags.insert(tag.to_vec(), info);
+                info
+            }
         };
         if let Some(p) = plugin {
             info.plugin = match p {
@@ -293,6 +295,7 @@ impl<'p> Decoder<'p> {
                 Some(_) => Plugin::Other,
                 None => info.plugin,
             };
+            self.tags.insert(tag.to_vec(), info);
         }
         let value = match (simple, tensor) {
             (Some(v), _) => Some(f64::from(v)),

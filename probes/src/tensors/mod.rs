@@ -391,14 +391,22 @@ impl TensorFile {
         match loc {
             Loc::Safe { file, range } => {
                 let s = &self.safes[*file];
+                let big = range.len() >= RELEASE_BYTES;
+                if big {
+                    torchzip::prefault(s.map_ref(), range.clone());
+                }
                 let r = f(s.bytes(range));
-                if range.len() >= RELEASE_BYTES {
+                if big {
                     torchzip::release(s.map_ref(), range.clone());
                 }
                 Ok(r)
             }
             Loc::Torch { file, tref } => {
                 let z = &self.torch[*file];
+                let nbytes = tref.numel().unwrap_or(0).saturating_mul(tref.dtype.size());
+                if nbytes >= RELEASE_BYTES {
+                    z.prefault_storage(&tref.storage_key);
+                }
                 let b = z.tensor_bytes(tref)?;
                 let len = b.len();
                 let r = f(b.as_ref());

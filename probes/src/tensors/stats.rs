@@ -341,58 +341,53 @@ fn uses_f32(dt: DType) -> bool {
 }
 
 /// Per-block lane sums; generated for f32 (16 lanes) and f64 (8 lanes).
+/// Per-block lane sums; generated for f32 (16 lanes) and f64 (8 lanes). Finiteness is tested
+/// on the bits (branch-free masks the compiler vectorises); min/max use `minps`-style selects
+/// that skip NaN, and are recomputed for the rare block holding an infinity.
 macro_rules! moments_kernel {
-    ($name:ident, $t:ty, $lanes:expr) => {
+    ($name:ident, $t:ty, $u:ty, $lanes:expr) => {
         /// Returns (sum of x-k, sum of (x-k)^2, min, max, finite, zeros, nan) over finite x.
         #[inline(always)]
         fn $name(xs: &[$t], k: $t) -> (f64, f64, $t, $t, u64, u64, u64) {
             const L: usize = $lanes;
+            const ABS: $u = <$u>::MAX >> 1;
+            const INF: $u = <$t>::INFINITY.to_bits();
             let mut s = [0 as $t; L];
             let mut q = [0 as $t; L];
             let mut mn = [<$t>::INFINITY; L];
             let mut mx = [<$t>::NEG_INFINITY; L];
-            let mut fin = [0u32; L];
-            let mut zer = [0u32; L];
-            let mut nan = [0u32; L];
+            let mut fin = [0 as $u; L];
+            let mut zer = [0 as $u; L];
+            let mut nan = [0 as $u; L];
             let mut it = xs.chunks_exact(L);
             for c in &mut it {
                 for l in 0..L {
                     let v = c[l];
-                    let f = v.abs() < <$t>::INFINITY;
-                    let d = if f { v - k } else { 0 as $t };
+                    let b = v.to_bits() & ABS;
+                    let m: $u = if b < INF { <$u>::MAX } else { 0 };
+                    let d = <$t>::from_bits((v - k).to_bits() & m);
                     s[l] += d;
                     q[l] += d * d;
-                    let lo = if f { v } else { <$t>::INFINITY };
-                    let hi = if f { v } else { <$t>::NEG_INFINITY };
-                    mn[l] = if lo < mn[l] { lo } else { mn[l] };
-                    mx[l] = if hi > mx[l] { hi } else { mx[l] };
-                    fin[l] += f as u32;
-                    zer[l] += (v == 0 as $t) as u32;
-                    nan[l] += (v != v) as u32;
+                    mn[l] = if v < mn[l] { v } else { mn[l] };
+                    mx[l] = if v > mx[l] { v } else { mx[l] };
+                    fin[l] = fin[l].wrapping_sub(m);
+                    zer[l] += (b == 0) as $u;
+                    nan[l] += (b > INF) as $u;
                 }
             }
             for (l, &v) in it.remainder().iter().enumerate() {
-                let f = v.abs() < <$t>::INFINITY;
-                let d = if f { v - k } else { 0 as $t };
-                s[l] += d;
-                q[l] += d * d;
-                if f {
+                if v.is_finite() {
+                    let d = v - k;
+                    s[l] += d;
+                    q[l] += d * d;
                     mn[l] = if v < mn[l] { v } else { mn[l] };
                     mx[l] = if v > mx[l] { v } else { mx[l] };
+                    fin[l] += 1;
                 }
-                fin[l] += f as u32;
-                zer[l] += (v == 0 as $t) as u32;
-                nan[l] += v.is_nan() as u32;
+                zer[l] += (v == 0 as $t) as $u;
+                nan[l] += v.is_nan() as $u;
             }
-            let mut out = (
-                0f64,
-                0f64,
-                <$t>::INFINITY,
-                <$t>::NEG_INFINITY,
-                0u64,
-                0u64,
-                0u64,
-            );
+            let mut out = (0f64, 0f64, <$t>::INFINITY, <$t>::NEG_INFINITY, 0u64, 0u64, 0u64);
             for l in 0..L {
                 out.0 += s[l] as f64;
                 out.1 += q[l] as f64;
@@ -402,13 +397,22 @@ macro_rules! moments_kernel {
                 out.5 += zer[l] as u64;
                 out.6 += nan[l] as u64;
             }
+            if out.2.is_infinite() || out.3.is_infinite() {
+                // An infinity reached min/max: redo them over finite values only (rare).
+                out.2 = <$t>::INFINITY;
+                out.3 = <$t>::NEG_INFINITY;
+                for &v in xs.iter().filter(|v| v.is_finite()) {
+                    out.2 = if v < out.2 { v } else { out.2 };
+                    out.3 = if v > out.3 { v } else { out.3 };
+                }
+            }
             out
         }
     };
 }
 
-moments_kernel!(moments_f32, f32, 16);
-moments_kernel!(moments_f64, f64, 8);
+moments_kernel!(moments_f32, f32, u32, 16);
+moments_kernel!(moments_f64, f64, u64, 8);
 
 fn fold_f32_hist(tables: &[[u32; 513]; 4], hist: &mut LogHist) {
     for key in 0..513 {
@@ -518,9 +522,13 @@ fn moments_exact(raw: &[u8], dt: DType) -> (f64, f64) {
 }
 
 fn f64_hist(x: f64, hist: &mut LogHist) {
+    f64_hist_n(x, 1, hist)
+}
+
+fn f64_hist_n(x: f64, c: u64, hist: &mut LogHist) {
     let b = x.to_bits();
     if b << 1 == 0 {
-        hist.zero += 1;
+        hist.zero += c;
         return;
     }
     let e = ((b >> 52) & 0x7ff) as i32;
@@ -529,9 +537,9 @@ fn f64_hist(x: f64, hist: &mut LogHist) {
     }
     let bin = LogHist::bin_of(if e == 0 { -1023 } else { e - 1023 });
     if b >> 63 != 0 {
-        hist.neg[bin] += 1;
+        hist.neg[bin] += c;
     } else {
-        hist.pos[bin] += 1;
+        hist.pos[bin] += c;
     }
 }
 
@@ -586,11 +594,147 @@ fn chunk(raw: &[u8], dt: DType) -> Acc {
     }
 }
 
+/// Number of distinct bit patterns of a 1- or 2-byte dtype (the table path), else `None`.
+fn table_width(dt: DType) -> Option<usize> {
+    match dt.size() {
+        1 => Some(256),
+        2 => Some(65536),
+        _ => None,
+    }
+}
+
+/// 2-byte tensors at least this long use the table path (below it, zeroing and scanning the
+/// 64K-entry table would cost more than the lane kernel).
+const TABLE_MIN: usize = 1 << 18;
+
+fn table_value(dt: DType, key: usize) -> f64 {
+    match dt {
+        DType::BF16 => bf16_to_f32(key as u16) as f64,
+        DType::F16 => f16_to_f32(key as u16) as f64,
+        DType::I16 => key as u16 as i16 as f64,
+        DType::F8E4M3 => f8e4m3_to_f32(key as u8) as f64,
+        DType::F8E5M2 => f8e5m2_to_f32(key as u8) as f64,
+        DType::I8 => key as u8 as i8 as f64,
+        _ => key as f64,
+    }
+}
+
+/// Counts every bit pattern of a 1/2-byte tensor into four interleaved tables (so runs of equal
+/// values do not serialise on one counter). Each table sees at most a quarter of `raw`.
+fn count_table(raw: &[u8], es: usize, width: usize) -> Vec<u32> {
+    let mut t = vec![0u32; 4 * width];
+    let (t0, rest) = t.split_at_mut(width);
+    let (t1, rest) = rest.split_at_mut(width);
+    let (t2, t3) = rest.split_at_mut(width);
+    if es == 2 {
+        let (t0, t1, t2, t3) = (&mut t0[..65536], &mut t1[..65536], &mut t2[..65536], &mut t3[..65536]);
+        let mut it = raw.chunks_exact(8);
+        for c in &mut it {
+            t0[u16::from_le_bytes([c[0], c[1]]) as usize] += 1;
+            t1[u16::from_le_bytes([c[2], c[3]]) as usize] += 1;
+            t2[u16::from_le_bytes([c[4], c[5]]) as usize] += 1;
+            t3[u16::from_le_bytes([c[6], c[7]]) as usize] += 1;
+        }
+        for c in it.remainder().chunks_exact(2) {
+            t0[u16::from_le_bytes([c[0], c[1]]) as usize] += 1;
+        }
+    } else {
+        let (t0, t1, t2, t3) = (&mut t0[..256], &mut t1[..256], &mut t2[..256], &mut t3[..256]);
+        let mut it = raw.chunks_exact(4);
+        for c in &mut it {
+            t0[c[0] as usize] += 1;
+            t1[c[1] as usize] += 1;
+            t2[c[2] as usize] += 1;
+            t3[c[3] as usize] += 1;
+        }
+        for &b in it.remainder() {
+            t0[b as usize] += 1;
+        }
+    }
+    t
+}
+
+/// Exact statistics from a table of counts per bit pattern.
+fn acc_from_table(counts: &[u64], dt: DType) -> Acc {
+    let mut acc = Acc::empty();
+    let mut sum = 0f64;
+    for (key, &c) in counts.iter().enumerate() {
+        if c == 0 {
+            continue;
+        }
+        let v = table_value(dt, key);
+        acc.count += c;
+        if v.is_nan() {
+            acc.nan += c;
+            continue;
+        }
+        if v.is_infinite() {
+            continue;
+        }
+        acc.fin += c;
+        sum += c as f64 * v;
+        acc.min = acc.min.min(v);
+        acc.max = acc.max.max(v);
+        if v == 0.0 {
+            acc.zeros += c;
+        }
+        f64_hist_n(v, c, &mut acc.hist);
+    }
+    if acc.fin > 0 {
+        acc.mean = sum / acc.fin as f64;
+        for (key, &c) in counts.iter().enumerate() {
+            let v = table_value(dt, key);
+            if c > 0 && v.is_finite() {
+                acc.m2 += c as f64 * (v - acc.mean) * (v - acc.mean);
+            }
+        }
+    }
+    acc
+}
+
+fn table_stats(bytes: &[u8], dt: DType, width: usize) -> Acc {
+    let es = dt.size();
+    let n = bytes.len() / es;
+    let threads = rayon::current_num_threads().max(1);
+    // Enough parts to keep every thread busy, and each table's counts below 2^32.
+    let parts = if n < (1 << 16) { 1 } else { (2 * threads).max(n / (1 << 32) + 1) };
+    let per = n.div_ceil(parts).max(1) * es;
+    let merged = bytes
+        .par_chunks(per)
+        .map(|part| count_table(part, es, width))
+        .fold(
+            || vec![0u64; width],
+            |mut acc, t| {
+                for (i, a) in acc.iter_mut().enumerate() {
+                    *a += t[i] as u64 + t[width + i] as u64 + t[2 * width + i] as u64 + t[3 * width + i] as u64;
+                }
+                acc
+            },
+        )
+        .reduce(
+            || vec![0u64; width],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+                a
+            },
+        );
+    acc_from_table(&merged, dt)
+}
+
 /// Statistics of a tensor given as contiguous little-endian bytes of `dtype` (a trailing
-/// partial element is ignored). Large tensors are split across rayon's threads.
+/// partial element is ignored). Large tensors are split across rayon's threads. Tensors of
+/// 1- and 2-byte dtypes (bf16, f16, f8, int8 …) are counted per bit pattern — one scatter per
+/// element — and their statistics derived exactly from the table.
 pub fn tensor_stats(bytes: &[u8], dtype: DType) -> TensorStats {
     let es = dtype.size();
     let bytes = &bytes[..bytes.len() - bytes.len() % es];
+    if let Some(width) = table_width(dtype) {
+        if es == 1 || bytes.len() / es >= TABLE_MIN {
+            return table_stats(bytes, dtype, width).finish();
+        }
+    }
     let step = CHUNK * es;
     let acc = if bytes.len() <= 2 * step {
         bytes
@@ -759,6 +903,49 @@ mod tests {
         assert_eq!(st.hist.pos[LogHist::bin_of(40)], 1);
         let st = tensor_stats(&[0, 1, 1, 0], DType::Bool);
         assert_eq!((st.mean, st.zeros), (0.5, 2));
+    }
+
+    #[test]
+    fn table_path_matches_lane_path_for_bf16() {
+        let n = TABLE_MIN + 1234;
+        let mut seed = 99u64;
+        let mut bits: Vec<u16> = (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let x = ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.3) * 0.1;
+                (x.to_bits() >> 16) as u16
+            })
+            .collect();
+        bits[7] = 0x7fc0; // NaN
+        bits[99] = 0xff80; // -inf
+        bits[1000] = 0x8000; // -0.0
+        bits[5000] = 0;
+        let raw: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let table = tensor_stats(&raw, DType::BF16);
+        let lanes = raw.chunks(CHUNK * 2).map(|c| chunk_f32(c, DType::BF16)).fold(Acc::empty(), Acc::merge).finish();
+        assert_eq!((table.count, table.finite, table.nan, table.inf, table.zeros), (lanes.count, lanes.finite, lanes.nan, lanes.inf, lanes.zeros));
+        assert_eq!((table.min, table.max, table.absmax), (lanes.min, lanes.max, lanes.absmax));
+        assert!(close(table.mean, lanes.mean, 1e-6), "{} {}", table.mean, lanes.mean);
+        assert!(close(table.std, lanes.std, 1e-6), "{} {}", table.std, lanes.std);
+        assert!(close(table.l2, lanes.l2, 1e-6));
+        assert_eq!(table.hist, lanes.hist);
+        assert_eq!((table.nan, table.inf), (1, 1));
+    }
+
+    #[test]
+    fn infinities_inside_lanes_do_not_reach_min_max() {
+        let mut v = vec![0.5f32; 40];
+        v[3] = f32::INFINITY;
+        v[17] = f32::NEG_INFINITY;
+        v[20] = f32::NAN;
+        v[30] = -2.0;
+        let st = tensor_stats(&f32_bytes(&v), DType::F32);
+        assert_eq!((st.min, st.max, st.inf, st.nan, st.finite), (-2.0, 0.5, 2, 1, 37));
+        let i8s: Vec<u8> = [-128i8, 127, 0, -1].iter().map(|&x| x as u8).collect();
+        let st = tensor_stats(&i8s, DType::I8);
+        assert_eq!((st.min, st.max, st.zeros), (-128.0, 127.0, 1));
     }
 
     #[test]

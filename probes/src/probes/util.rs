@@ -1,0 +1,171 @@
+//! Small numeric helpers shared by probes: EMA, rolling means, medians, IQM, formatting.
+
+use crate::metrics::{Point, Series};
+use crate::probe::Evidence;
+
+/// Exponential moving average with span `span` (alpha = 2 / (span + 1)), seeded with the
+/// first finite value; non-finite values are skipped (the EMA holds).
+pub fn ema(points: &[Point], span: f64) -> Vec<(u64, f64)> {
+    let alpha = 2.0 / (span.max(1.0) + 1.0);
+    let mut out = Vec::with_capacity(points.len());
+    let mut cur: Option<f64> = None;
+    for p in points {
+        if p.value.is_finite() {
+            cur = Some(match cur {
+                None => p.value,
+                Some(c) => c + alpha * (p.value - c),
+            });
+        }
+        if let Some(c) = cur {
+            out.push((p.step, c));
+        }
+    }
+    out
+}
+
+/// Value of a (step, value) curve at the last step <= `step` (or the first point).
+pub fn at_step(curve: &[(u64, f64)], step: u64) -> Option<(u64, f64)> {
+    let i = curve.partition_point(|(s, _)| *s <= step);
+    if i == 0 {
+        curve.first().copied()
+    } else {
+        curve.get(i - 1).copied()
+    }
+}
+
+/// Rolling means over `window` consecutive finite values: (last step of the window, mean).
+pub fn rolling_mean(points: &[Point], window: usize) -> Vec<(u64, f64)> {
+    let w = window.max(1);
+    let fin: Vec<&Point> = points.iter().filter(|p| p.value.is_finite()).collect();
+    if fin.len() < w {
+        return if fin.is_empty() {
+            Vec::new()
+        } else {
+            vec![(fin[fin.len() - 1].step, fin.iter().map(|p| p.value).sum::<f64>() / fin.len() as f64)]
+        };
+    }
+    let mut out = Vec::with_capacity(fin.len() - w + 1);
+    let mut sum: f64 = fin[..w].iter().map(|p| p.value).sum();
+    out.push((fin[w - 1].step, sum / w as f64));
+    for i in w..fin.len() {
+        sum += fin[i].value - fin[i - w].value;
+        out.push((fin[i].step, sum / w as f64));
+    }
+    out
+}
+
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut x: Vec<f64> = v.iter().copied().filter(|a| a.is_finite()).collect();
+    if x.is_empty() {
+        return None;
+    }
+    x.sort_by(|a, b| a.total_cmp(b));
+    let n = x.len();
+    Some(if n % 2 == 1 { x[n / 2] } else { 0.5 * (x[n / 2 - 1] + x[n / 2]) })
+}
+
+pub fn mean(v: &[f64]) -> Option<f64> {
+    let x: Vec<f64> = v.iter().copied().filter(|a| a.is_finite()).collect();
+    if x.is_empty() {
+        None
+    } else {
+        Some(x.iter().sum::<f64>() / x.len() as f64)
+    }
+}
+
+/// Interquartile mean: the mean of the middle 50% (all values when fewer than 4).
+pub fn iqm(v: &[f64]) -> Option<f64> {
+    let mut x: Vec<f64> = v.iter().copied().filter(|a| a.is_finite()).collect();
+    if x.is_empty() {
+        return None;
+    }
+    x.sort_by(|a, b| a.total_cmp(b));
+    let n = x.len();
+    if n < 4 {
+        return mean(&x);
+    }
+    let lo = n / 4;
+    let hi = n - n / 4;
+    mean(&x[lo..hi])
+}
+
+/// Mean of the last `frac` of a series' finite values (at least one point).
+pub fn tail_mean(s: &Series, frac: f64) -> Option<f64> {
+    let v: Vec<f64> = s.points.iter().map(|p| p.value).filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    let k = ((v.len() as f64 * frac.clamp(0.0, 1.0)).ceil() as usize).clamp(1, v.len());
+    mean(&v[v.len() - k..])
+}
+
+/// Mean of the first `frac` of a series' finite values (at least one point).
+pub fn head_mean(s: &Series, frac: f64) -> Option<f64> {
+    let v: Vec<f64> = s.points.iter().map(|p| p.value).filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    let k = ((v.len() as f64 * frac.clamp(0.0, 1.0)).ceil() as usize).clamp(1, v.len());
+    mean(&v[..k])
+}
+
+/// Evidence pointing at a series and a step range.
+pub fn series_evidence(s: &Series, a: u64, b: u64) -> Evidence {
+    Evidence::file(s.source.clone()).steps(a, b).note(format!("tag {}", s.tag))
+}
+
+/// Compact number formatting: 3 significant digits, scientific when tiny or huge.
+pub fn fmt(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e5).contains(&a) {
+        format!("{x:.2e}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.4}").trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts(v: &[f64]) -> Vec<Point> {
+        v.iter().enumerate().map(|(i, &value)| Point { step: i as u64 + 1, value, wall_time: None }).collect()
+    }
+
+    #[test]
+    fn ema_of_constant_is_constant_and_skips_nan() {
+        let e = ema(&pts(&[2.0, f64::NAN, 2.0, 2.0]), 50.0);
+        assert!(e.iter().all(|(_, v)| (*v - 2.0).abs() < 1e-12));
+        assert_eq!(e.len(), 4);
+    }
+
+    #[test]
+    fn rolling_mean_windows() {
+        let r = rolling_mean(&pts(&[1.0, 2.0, 3.0, 4.0]), 2);
+        assert_eq!(r, vec![(2, 1.5), (3, 2.5), (4, 3.5)]);
+        assert_eq!(rolling_mean(&pts(&[1.0]), 20), vec![(1, 1.0)]);
+        assert!(rolling_mean(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn iqm_drops_the_outer_quartiles() {
+        assert_eq!(iqm(&[1.0, 2.0, 3.0, 100.0]), Some(2.5));
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(iqm(&[]), None);
+    }
+
+    #[test]
+    fn formats_numbers_compactly() {
+        assert_eq!(fmt(6.2383), "6.2383");
+        assert_eq!(fmt(3.3e-5), "3.30e-5");
+        assert_eq!(fmt(28.6959), "28.6959");
+        assert_eq!(fmt(0.0), "0");
+    }
+}

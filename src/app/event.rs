@@ -1,0 +1,20 @@
+//! The one event enum the TUI loop consumes: terminal input from the crossterm polling
+//! thread, ticks, and progress/results from the background probe worker, all over one
+//! `std::sync::mpsc` channel.
+
+use crossterm::event::KeyEvent;
+
+use super::worker::{JobId, JobOutput};
+
+/// Everything the main loop reacts to.
+#[derive(Debug)]
+pub enum Event {
+    Key(KeyEvent),
+    Resize(u16, u16),
+    /// Periodic wake-up (animates a running probe's gauge).
+    Tick,
+    /// A background job reports progress in percent.
+    ProbeProgress(JobId, u8),
+    /// A background job finished (or was cancelled).
+    ProbeDone(JobId, JobOutput),
+}

@@ -1,0 +1,123 @@
+//! Walk transcripts: the path walked (each answer with its measured value and where it came
+//! from), the conclusion and its fix, as Markdown ready to paste into an issue or as JSON in
+//! the `walk --json` shape (DESIGN.md §4.4). Files are never overwritten: a numeric suffix is
+//! added instead.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::walk::Walk;
+use crate::catalog::{Catalog, NodeKind};
+
+/// `json` or `md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Markdown,
+    Json,
+}
+
+impl Format {
+    pub fn ext(self) -> &'static str {
+        match self {
+            Format::Markdown => "md",
+            Format::Json => "json",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Format> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "md" | "markdown" => Some(Format::Markdown),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+}
+
+/// The conclusion of a walk: (entry id, title, fix, note) when the walk sits on a leaf.
+fn conclusion(cat: &Catalog, walk: &Walk) -> Option<(String, String, String, Option<String>)> {
+    let n = walk.node()?;
+    if n.kind != NodeKind::Leaf {
+        return None;
+    }
+    let id = n.entry.clone().unwrap_or_default();
+    let e = cat.entry(&id);
+    Some((
+        id,
+        e.map(|e| e.title.clone()).unwrap_or_default(),
+        e.map(|e| e.fix.clone()).unwrap_or_default(),
+        n.note.clone(),
+    ))
+}
+
+pub fn to_json(cat: &Catalog, walk: &Walk, run: Option<&str>) -> serde_json::Value {
+    let path: Vec<_> = walk
+        .path
+        .iter()
+        .map(|s| {
+            json!({"id": s.id, "question": s.question, "answer": s.answer,
+                   "measured": s.measured, "source": s.source})
+        })
+        .collect();
+    let conclusion = conclusion(cat, walk)
+        .map(|(id, title, fix, note)| json!({"id": id, "title": title, "fix": fix, "note": note}));
+    json!({"tree": walk.tree.id, "run": run, "path": path, "at": walk.current,
+           "conclusion": conclusion})
+}
+
+pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
+    let mut s = format!("## mltriage walk: {}\n\n", walk.tree.title);
+    if let Some(r) = run {
+        s.push_str(&format!("Run: `{r}`\n\n"));
+    }
+    s.push_str("| # | node | question | answer | measured | source |\n|---|---|---|---|---|---|\n");
+    let cell = |x: &str| x.replace('|', "\\|").replace('\n', " ");
+    for (i, st) in walk.path.iter().enumerate() {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            i + 1,
+            cell(&st.id),
+            cell(&st.question),
+            cell(&st.answer),
+            if st.measured.is_empty() { "—".into() } else { cell(&st.measured) },
+            st.source.as_str()
+        ));
+    }
+    match conclusion(cat, walk) {
+        Some((id, title, fix, note)) => {
+            s.push_str(&format!("\n**Conclusion: {id} — {title}**\n\n"));
+            if let Some(n) = note {
+                s.push_str(&format!("{n}\n\n"));
+            }
+            s.push_str(&format!("**Fix:** {fix}\n"));
+        }
+        None => s.push_str(&format!("\n(walk stopped at `{}`, no conclusion yet)\n", walk.current)),
+    }
+    s
+}
+
+/// Create `dir/stem.ext`, or `stem-1.ext`, `stem-2.ext`… when taken; never overwrites.
+pub fn write_unique(dir: &Path, stem: &str, ext: &str, content: &str) -> std::io::Result<PathBuf> {
+    for n in 0..10_000u32 {
+        let name = if n == 0 { format!("{stem}.{ext}") } else { format!("{stem}-{n}.{ext}") };
+        let p = dir.join(name);
+        match OpenOptions::new().write(true).create_new(true).open(&p) {
+            Ok(mut f) => {
+                f.write_all(content.as_bytes())?;
+                return Ok(p);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("too many transcripts with this name"))
+}
+
+/// Split a user-chosen path into (dir, stem, ext), defaulting the extension to the format's.
+pub fn split_target(p: &Path, fmt: Format) -> (PathBuf, String, String) {
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "transcript".into());
+    let ext = p.extension().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| fmt.ext().into());
+    (dir, stem, ext)
+}

@@ -1,0 +1,361 @@
+//! Background jobs (gitui's asyncjob shape): one job runs on a worker thread while at most
+//! one waits — a newer request replaces the waiting one — progress is reported through the
+//! job, and Esc cancels the running job between probes. The work itself sits behind
+//! [`ProbeRunner`] so tests inject a synchronous runner and the UI never touches candle.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use mltriage_probes::device::{Compute, DeviceRequest};
+use mltriage_probes::facts::Facts;
+use mltriage_probes::probe::Status;
+use mltriage_probes::run::Run;
+
+use super::event::Event;
+use crate::catalog::Catalog;
+use crate::check;
+use crate::findings::{order, Finding};
+
+pub type JobId = u64;
+
+/// What to compute.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobKind {
+    /// Discover the run, read its metrics, then run every probe (`check`).
+    Attach,
+    /// Every probe again (after the user added facts).
+    Check,
+    /// One probe, for a walk node.
+    Probe { probe: String },
+    /// The probes answering one entry ("check this").
+    EntryCheck { entry: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct JobRequest {
+    pub id: JobId,
+    pub kind: JobKind,
+    /// The user's facts at the time of the request (typed in the TUI or `--fact`).
+    pub facts: Facts,
+}
+
+/// One metric series as the charts need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesView {
+    pub name: String,
+    pub tag: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// What the run holds, for the home screen's one-line summary and the run screen.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub root: String,
+    pub artifacts: usize,
+    pub checkpoints: Vec<u64>,
+    pub max_step: Option<u64>,
+    pub metric_names: Vec<String>,
+    pub series: Vec<SeriesView>,
+    pub facts: Facts,
+    pub problems: Vec<String>,
+    pub device: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum JobOutput {
+    Attached(RunSummary, Vec<Finding>),
+    Findings(Vec<Finding>),
+    Cancelled,
+    Failed(String),
+}
+
+/// Does the work of a job. `progress` takes percent; `cancel` is polled between steps.
+pub trait ProbeRunner: Send {
+    fn run(
+        &mut self,
+        job: &JobRequest,
+        progress: &mut dyn FnMut(u8),
+        cancel: &AtomicBool,
+    ) -> JobOutput;
+}
+
+/// The real runner: the catalog, the attached run (discovered on the worker thread) and the
+/// device, chosen once on first use.
+pub struct LiveRunner {
+    cat: Arc<Catalog>,
+    path: Option<PathBuf>,
+    run: Option<Run>,
+    compute: Option<Compute>,
+}
+
+impl LiveRunner {
+    pub fn new(cat: Arc<Catalog>, path: Option<PathBuf>) -> Self {
+        LiveRunner {
+            cat,
+            path,
+            run: None,
+            compute: None,
+        }
+    }
+
+    fn ensure_run(&mut self) -> Result<&Run, String> {
+        if self.run.is_none() {
+            let p = self.path.as_ref().ok_or_else(|| "no run attached".to_string())?;
+            let run = Run::discover(p).map_err(|e| e.to_string())?;
+            self.run = Some(run);
+        }
+        Ok(self.run.as_ref().expect("set above"))
+    }
+
+    fn compute(&mut self) -> Compute {
+        self.compute
+            .get_or_insert_with(|| Compute::select(DeviceRequest::Auto))
+            .clone()
+    }
+
+    fn probes(
+        &mut self,
+        ids: &[String],
+        facts: &Facts,
+        progress: &mut dyn FnMut(u8),
+        cancel: &AtomicBool,
+    ) -> Result<Vec<Finding>, JobOutput> {
+        let compute = self.compute();
+        let cat = self.cat.clone();
+        let run = self.ensure_run().map_err(JobOutput::Failed)?;
+        let facts = check::effective_facts(run, facts);
+        let mut out = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(JobOutput::Cancelled);
+            }
+            match check::run_one(&cat, id, run, &facts, &compute, None) {
+                Some(mut f) => out.append(&mut f),
+                None => out.push(not_implemented(&cat, id)),
+            }
+            progress(((i + 1) * 100 / ids.len().max(1)) as u8);
+        }
+        order(&cat, &mut out);
+        Ok(out)
+    }
+}
+
+/// A `skip` finding for a probe the playbook names but the probes crate does not implement yet.
+pub fn not_implemented(cat: &Catalog, probe: &str) -> Finding {
+    let entry = cat
+        .probe(probe)
+        .and_then(|p| p.entries.first().cloned())
+        .unwrap_or_default();
+    Finding {
+        title: cat.entry(&entry).map(|e| e.title.clone()).unwrap_or_default(),
+        id: entry,
+        status: Status::Skip,
+        probe: probe.to_string(),
+        measured: String::new(),
+        expected: String::new(),
+        evidence: Vec::new(),
+        message: "probe not implemented yet".into(),
+        outcome: "skip".into(),
+        explained_by: Vec::new(),
+        nodes: Vec::new(),
+        priority: 100,
+    }
+}
+
+fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
+    let m = run.metrics();
+    let mut names: Vec<String> = m.names().into_iter().map(String::from).collect();
+    names.sort();
+    names.dedup();
+    let series = names
+        .iter()
+        .filter_map(|n| m.get(n))
+        .map(|s| SeriesView {
+            name: s.name.clone(),
+            tag: s.tag.clone(),
+            points: s
+                .points
+                .iter()
+                .map(|p| (p.step as f64, p.value))
+                .collect(),
+        })
+        .collect();
+    let mut problems = run.problems();
+    problems.dedup();
+    RunSummary {
+        root: run.root.display().to_string(),
+        artifacts: run.artifacts.len(),
+        checkpoints: run.checkpoints.iter().map(|c| c.step).collect(),
+        max_step: run.max_step(),
+        metric_names: names,
+        series,
+        facts: check::effective_facts(run, facts),
+        problems,
+        device: device.to_string(),
+    }
+}
+
+impl ProbeRunner for LiveRunner {
+    fn run(
+        &mut self,
+        job: &JobRequest,
+        progress: &mut dyn FnMut(u8),
+        cancel: &AtomicBool,
+    ) -> JobOutput {
+        let all: Vec<String> = self.cat.probes.iter().map(|p| p.id.clone()).collect();
+        let result = match &job.kind {
+            JobKind::Attach => {
+                if let Err(e) = self.ensure_run() {
+                    return JobOutput::Failed(e);
+                }
+                progress(10);
+                let device = self.compute().label;
+                let summary = summarize(self.run.as_ref().expect("attached"), &job.facts, &device);
+                let findings = match self.probes(&all, &job.facts, progress, cancel) {
+                    Ok(f) => f.into_iter().filter(|f| f.message != "probe not implemented yet").collect(),
+                    Err(JobOutput::Cancelled) => Vec::new(),
+                    Err(e) => return e,
+                };
+                return JobOutput::Attached(summary, findings);
+            }
+            JobKind::Check => self
+                .probes(&all, &job.facts, progress, cancel)
+                .map(|f| f.into_iter().filter(|f| f.message != "probe not implemented yet").collect()),
+            JobKind::Probe { probe } => self.probes(std::slice::from_ref(probe), &job.facts, progress, cancel),
+            JobKind::EntryCheck { entry } => {
+                let ids: Vec<String> = self
+                    .cat
+                    .probes_for_entry(entry)
+                    .map(|p| p.id.clone())
+                    .collect();
+                if ids.is_empty() {
+                    return JobOutput::Failed(format!("no probe answers {entry}"));
+                }
+                self.probes(&ids, &job.facts, progress, cancel)
+            }
+        };
+        match result {
+            Ok(f) => JobOutput::Findings(f),
+            Err(e) => e,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Slots {
+    waiting: Option<JobRequest>,
+    shutdown: bool,
+}
+
+struct Shared {
+    slots: Mutex<Slots>,
+    wake: Condvar,
+    /// Cancel flag of the running job.
+    cancel: Mutex<Arc<AtomicBool>>,
+}
+
+/// The worker thread: one job runs, one waits (newest request wins the waiting slot).
+pub struct Worker {
+    shared: Arc<Shared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    pub fn spawn(mut runner: Box<dyn ProbeRunner>, events: Sender<Event>) -> Worker {
+        let shared = Arc::new(Shared {
+            slots: Mutex::new(Slots::default()),
+            wake: Condvar::new(),
+            cancel: Mutex::new(Arc::new(AtomicBool::new(false))),
+        });
+        let sh = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name("mltriage-probes".into())
+            .spawn(move || loop {
+                let job = {
+                    let mut s = sh.slots.lock().unwrap_or_else(|p| p.into_inner());
+                    loop {
+                        if s.shutdown {
+                            return;
+                        }
+                        if let Some(j) = s.waiting.take() {
+                            break j;
+                        }
+                        s = sh.wake.wait(s).unwrap_or_else(|p| p.into_inner());
+                    }
+                };
+                let flag = Arc::new(AtomicBool::new(false));
+                *sh.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag.clone();
+                let id = job.id;
+                let tx = events.clone();
+                let mut last = 255u8;
+                let mut progress = |p: u8| {
+                    if p != last {
+                        last = p;
+                        let _ = tx.send(Event::ProbeProgress(id, p));
+                    }
+                };
+                let out = runner.run(&job, &mut progress, &flag);
+                let out = if flag.load(Ordering::Relaxed) {
+                    JobOutput::Cancelled
+                } else {
+                    out
+                };
+                if events.send(Event::ProbeDone(id, out)).is_err() {
+                    return;
+                }
+            })
+            .ok();
+        Worker { shared, handle }
+    }
+
+    /// Queue a job; it replaces a job still waiting (newest request wins).
+    pub fn submit(&self, job: JobRequest) {
+        let mut s = self.shared.slots.lock().unwrap_or_else(|p| p.into_inner());
+        s.waiting = Some(job);
+        self.shared.wake.notify_one();
+    }
+
+    /// Cancel the running job and drop the waiting one.
+    pub fn cancel(&self) {
+        self.shared
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .waiting = None;
+        self.shared
+            .cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .store(true, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.cancel();
+        self.shared
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .shutdown = true;
+        self.shared.wake.notify_all();
+        // A probe in flight finishes on its own; don't block the exit on it.
+        drop(self.handle.take());
+    }
+}
+
+/// Run one job on the calling thread (tests, headless mode), returning its events in order.
+pub fn run_sync(runner: &mut dyn ProbeRunner, job: &JobRequest) -> Vec<Event> {
+    let (tx, rx): (Sender<Event>, Receiver<Event>) = mpsc::channel();
+    let flag = AtomicBool::new(false);
+    let mut progress = |p: u8| {
+        let _ = tx.send(Event::ProbeProgress(job.id, p));
+    };
+    let out = runner.run(job, &mut progress, &flag);
+    let _ = tx.send(Event::ProbeDone(job.id, out));
+    drop(tx);
+    rx.into_iter().collect()
+}

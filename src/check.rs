@@ -1,0 +1,84 @@
+//! One-shot triage: run every implemented probe the playbook defines over a run (with the
+//! user's and the artifacts' facts, on the chosen device) and collect ordered findings.
+
+use std::path::Path;
+
+use mltriage_probes::device::Compute;
+use mltriage_probes::facts::Facts;
+use mltriage_probes::probe::{run_probe, ProbeCtx, ProbeSpec, Status, Verdict};
+use mltriage_probes::run::{facts_from_artifacts, Run};
+
+use crate::catalog::Catalog;
+use crate::findings::{order, Finding};
+
+/// What `check` produced (DESIGN.md §4.4 `check --json`).
+#[derive(Debug, serde::Serialize)]
+pub struct Report {
+    pub run: String,
+    pub device: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_note: Option<String>,
+    pub artifacts: Vec<mltriage_probes::run::Artifact>,
+    pub facts: Facts,
+    /// Files that could not be read (`<file>: <why>`).
+    pub problems: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    pub fn has_fail(&self) -> bool {
+        self.findings.iter().any(|f| f.status == Status::Fail)
+    }
+    pub fn count(&self, s: Status) -> usize {
+        self.findings.iter().filter(|f| f.status == s).count()
+    }
+}
+
+/// The implemented probe spec for an id.
+pub fn spec(id: &str) -> Option<&'static ProbeSpec> {
+    mltriage_probes::probes::all().iter().find(|s| s.id == id)
+}
+
+/// User facts merged over the facts the run's artifacts state.
+pub fn effective_facts(run: &Run, user: &Facts) -> Facts {
+    let mut f = facts_from_artifacts(run);
+    f.merge(user);
+    f
+}
+
+/// Run one probe by id with the playbook's thresholds.
+pub fn run_one(cat: &Catalog, id: &str, run: &Run, facts: &Facts, compute: &Compute, baseline: Option<&Run>) -> Option<Vec<Finding>> {
+    let spec = spec(id)?;
+    let def = cat.probe(id)?;
+    let params = def.params();
+    let ctx = ProbeCtx { run, facts, params: &params, compute, baseline };
+    let verdicts: Vec<Verdict> = run_probe(spec, &ctx);
+    Some(verdicts.into_iter().map(|v| Finding::from_verdict(cat, id, v)).collect())
+}
+
+/// Every implemented probe the playbook defines, in playbook order, then ordered findings.
+pub fn check(cat: &Catalog, run: &Run, user_facts: &Facts, compute: &Compute, baseline: Option<&Run>) -> Report {
+    let facts = effective_facts(run, user_facts);
+    let mut findings = Vec::new();
+    for def in &cat.probes {
+        if let Some(mut f) = run_one(cat, &def.id, run, &facts, compute, baseline) {
+            findings.append(&mut f);
+        }
+    }
+    order(cat, &mut findings);
+    let mut problems = run.problems();
+    problems.dedup();
+    Report {
+        run: display(&run.root),
+        device: compute.label.clone(),
+        device_note: compute.note.clone(),
+        artifacts: run.artifacts.clone(),
+        facts,
+        problems,
+        findings,
+    }
+}
+
+pub fn display(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}

@@ -1,0 +1,170 @@
+//! Run commands: `check`, `probe`, `probes` — findings as a compact table with status marks,
+//! measured vs expected and the evidence, or the JSON shapes of DESIGN.md §4.4.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use mltriage_probes::device::{Compute, DeviceRequest};
+use mltriage_probes::facts::Facts;
+use mltriage_probes::probe::Status;
+use mltriage_probes::run::Run;
+
+use super::catalog_cmds::{emit, emit_json};
+use super::style::{wrap, Style};
+use super::{ExitCode, UsageError};
+use crate::catalog::Catalog;
+use crate::check::{check, effective_facts, run_one, spec, Report};
+use crate::findings::{order, Finding};
+
+pub fn open_run(path: &Path) -> anyhow::Result<Run> {
+    Run::discover(path).map_err(|e| UsageError(e.to_string()).into())
+}
+
+pub fn parse_facts(args: &[String]) -> anyhow::Result<Facts> {
+    Facts::from_args(args).map_err(|e| UsageError(e.to_string()).into())
+}
+
+pub fn compute(device: &str) -> anyhow::Result<Compute> {
+    let req: DeviceRequest = device.parse().map_err(|e: mltriage_probes::device::DeviceSyntaxError| UsageError(e.to_string()))?;
+    Ok(Compute::select(req))
+}
+
+pub fn mark(s: Status, st: &Style) -> String {
+    match s {
+        Status::Fail => st.red("FAIL"),
+        Status::Warn => st.yellow("WARN"),
+        Status::Pass => st.green("pass"),
+        Status::Skip => st.dim("skip"),
+    }
+}
+
+fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
+    let mut s = format!("{} {:<5} {}  {}\n", mark(f.status, st), st.bold(&f.id), f.title, st.dim(&format!("[{}]", f.probe)));
+    if !f.measured.is_empty() {
+        s.push_str(&wrap(&format!("measured: {}", f.measured), st.width, "      "));
+    }
+    if !f.expected.is_empty() && f.status != Status::Skip {
+        s.push_str(&wrap(&format!("expected: {}", f.expected), st.width, "      "));
+    }
+    if !f.message.is_empty() {
+        s.push_str(&wrap(&f.message, st.width, "      "));
+    }
+    if !f.explained_by.is_empty() {
+        s.push_str(&st.dim(&format!("      likely a consequence of: {}\n", f.explained_by.join(", "))));
+    }
+    if verbose || matches!(f.status, Status::Fail | Status::Warn) {
+        for e in f.evidence.iter().take(3) {
+            s.push_str(&st.dim(&wrap(&format!("evidence: {}", e.render()), st.width, "      ")));
+        }
+    }
+    s
+}
+
+pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
+    let mut s = format!("{} {}\n", st.bold("run"), r.run);
+    s.push_str(&format!("{} {}{}\n", st.bold("device"), r.device, r.device_note.as_ref().map(|n| format!(" — {n}")).unwrap_or_default()));
+    let ck = r.artifacts.iter().filter(|a| a.kind.is_weights()).count();
+    let logs = r.artifacts.iter().filter(|a| a.kind.is_metrics()).count();
+    s.push_str(&format!("{} {} files: {logs} metric log(s), {ck} weight file(s)\n", st.bold("artifacts"), r.artifacts.len()));
+    for p in &r.problems {
+        s.push_str(&st.yellow(&format!("unreadable: {p}\n")));
+    }
+    s.push('\n');
+    for f in &r.findings {
+        if all || f.status != Status::Skip {
+            s.push_str(&render_finding(f, st, false));
+        }
+    }
+    let skips = r.count(Status::Skip);
+    s.push_str(&format!(
+        "\n{} fail, {} warn, {} pass, {} skip{}\n",
+        r.count(Status::Fail),
+        r.count(Status::Warn),
+        r.count(Status::Pass),
+        skips,
+        if skips > 0 && !all { " (skips hidden: --all shows them with the reason)" } else { "" }
+    ));
+    if let Some(f) = r.findings.iter().find(|f| f.status == Status::Fail) {
+        s.push_str(&format!("next: `mltriage show {}` for the fix\n", f.id));
+    }
+    s
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn check_cmd(cat: &Catalog, run: &Path, facts: &[String], baseline: Option<&Path>, device: &str, json: bool, all: bool, st: &Style) -> anyhow::Result<ExitCode> {
+    let facts = parse_facts(facts)?;
+    let compute = compute(device)?;
+    let run = open_run(run)?;
+    let base = baseline.map(open_run).transpose()?;
+    let report = check(cat, &run, &facts, &compute, base.as_ref());
+    if json {
+        emit_json(&serde_json::to_value(&report)?);
+    } else {
+        emit(&render_report(&report, st, all));
+    }
+    Ok(if report.has_fail() { 1 } else { 0 })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn probe_cmd(cat: &Catalog, id: &str, run: &Path, facts: &[String], baseline: Option<&Path>, device: &str, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
+    if spec(id).is_none() {
+        let known: Vec<&str> = mltriage_probes::probes::all().iter().map(|s| s.id).collect();
+        return Err(UsageError(format!("probe {id:?}: no such probe (known: {})", known.join(", "))).into());
+    }
+    if cat.probe(id).is_none() {
+        return Err(UsageError(format!("probe {id:?}: the playbook defines no thresholds for it")).into());
+    }
+    let user = parse_facts(facts)?;
+    let compute = compute(device)?;
+    let run = open_run(run)?;
+    let base = baseline.map(open_run).transpose()?;
+    let facts = effective_facts(&run, &user);
+    let mut findings = run_one(cat, id, &run, &facts, &compute, base.as_ref()).unwrap_or_default();
+    order(cat, &mut findings);
+    if json {
+        emit_json(&json!({"run": run.root.to_string_lossy(), "device": compute.label, "probe": id, "findings": findings}));
+    } else {
+        let mut s = String::new();
+        for f in &findings {
+            s.push_str(&render_finding(f, st, true));
+        }
+        emit(&s);
+    }
+    Ok(if findings.iter().any(|f| f.status == Status::Fail) { 1 } else { 0 })
+}
+
+pub fn probes_cmd(cat: &Catalog, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
+    let specs = mltriage_probes::probes::all();
+    let rows: Vec<_> = cat
+        .probes
+        .iter()
+        .map(|p| {
+            let sp = specs.iter().find(|s| s.id == p.id);
+            (p, sp)
+        })
+        .collect();
+    if json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(p, sp)| {
+                json!({"id": p.id, "question": p.question, "entries": p.entries, "implemented": sp.is_some(),
+                    "inputs": sp.map(|s| s.inputs.to_vec()).unwrap_or_default(), "outcomes": sp.map(|s| s.outcomes.to_vec()).unwrap_or_default(),
+                    "thresholds": p.thresholds, "priority": p.priority})
+            })
+            .collect();
+        emit_json(&json!({"probes": v}));
+        return Ok(0);
+    }
+    let mut s = String::new();
+    for (p, sp) in rows {
+        let state = if sp.is_some() { String::new() } else { st.dim(" (not implemented yet)") };
+        s.push_str(&format!("{:<20} {}{}\n", st.bold(&p.id), p.entries.join(", "), state));
+        s.push_str(&wrap(&p.question, st.width, "    "));
+        if let Some(sp) = sp {
+            s.push_str(&st.dim(&wrap(&format!("reads: {}", sp.inputs.join(", ")), st.width, "    ")));
+        }
+    }
+    emit(&s);
+    Ok(0)
+}
