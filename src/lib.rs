@@ -8,3 +8,4 @@ pub mod cli;
 pub mod search;
 pub mod findings;
 pub mod check;
+pub mod trees;

@@ -3,6 +3,7 @@
 
 pub mod catalog_cmds;
 pub mod run_cmds;
+pub mod tree_cmds;
 pub mod style;
 
 use std::path::PathBuf;
@@ -90,6 +91,27 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the symptom trees.
+    Trees {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Walk a tree non-interactively: probes answer what the run can tell.
+    Walk {
+        tree: String,
+        run: Option<PathBuf>,
+        #[arg(long = "fact", value_name = "KEY=VALUE")]
+        facts: Vec<String>,
+        /// Answer (or override) a node: --answer NODE=LABEL (repeatable).
+        #[arg(long = "answer", value_name = "NODE=LABEL")]
+        answers: Vec<String>,
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        #[arg(long, default_value = "auto")]
+        device: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate a playbook directory (default: the embedded playbook).
     Lint { dir: Option<PathBuf> },
     /// Print shell completions.
@@ -158,6 +180,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Probes { json }) => {
             let cat = load_catalog(&cli)?;
             run_cmds::probes_cmd(&cat, *json, &style)
+        }
+        Some(Command::Trees { json }) => {
+            let cat = load_catalog(&cli)?;
+            tree_cmds::trees(&cat, *json, &style)
+        }
+        Some(Command::Walk { tree, run, facts, answers, baseline, device, json }) => {
+            let cat = load_catalog(&cli)?;
+            tree_cmds::walk(&cat, tree, run.as_deref(), facts, answers, baseline.as_deref(), device, *json, &style)
         }
         None => {
             let cat = load_catalog(&cli)?;

@@ -1,5 +1,7 @@
 //! The probe registry: every implemented probe, by family.
 
+pub mod batch;
+pub mod checkpoint;
 pub mod metric;
 pub mod util;
 
@@ -11,7 +13,7 @@ pub fn all() -> &'static [ProbeSpec] {
     static ALL: OnceLock<Vec<ProbeSpec>> = OnceLock::new();
     ALL.get_or_init(|| {
         let mut v = Vec::new();
-        for fam in [metric::SPECS] {
+        for fam in [metric::SPECS, checkpoint::SPECS, batch::SPECS] {
             for s in fam {
                 v.push(ProbeSpec { id: s.id, question: s.question, entries: s.entries, inputs: s.inputs, params: s.params, outcomes: s.outcomes, run: s.run });
             }

@@ -122,6 +122,9 @@ const NOT_WEIGHTS: [&str; 9] = [
     "rng_state",
 ];
 
+/// Tensors at least this large are streamed by [`TensorFile::stats`] instead of mapped.
+const STREAM_MIN: usize = 1 << 20;
+
 /// Tensors at least this large have their pages dropped from our mapping after a read.
 const RELEASE_BYTES: usize = 16 << 20;
 
@@ -391,22 +394,14 @@ impl TensorFile {
         match loc {
             Loc::Safe { file, range } => {
                 let s = &self.safes[*file];
-                let big = range.len() >= RELEASE_BYTES;
-                if big {
-                    torchzip::prefault(s.map_ref(), range.clone());
-                }
                 let r = f(s.bytes(range));
-                if big {
+                if range.len() >= RELEASE_BYTES {
                     torchzip::release(s.map_ref(), range.clone());
                 }
                 Ok(r)
             }
             Loc::Torch { file, tref } => {
                 let z = &self.torch[*file];
-                let nbytes = tref.numel().unwrap_or(0).saturating_mul(tref.dtype.size());
-                if nbytes >= RELEASE_BYTES {
-                    z.prefault_storage(&tref.storage_key);
-                }
                 let b = z.tensor_bytes(tref)?;
                 let len = b.len();
                 let r = f(b.as_ref());
@@ -419,11 +414,33 @@ impl TensorFile {
         }
     }
 
-    /// Fused-pass statistics of one tensor (CPU).
+    /// Fused-pass statistics of one tensor (CPU). Large contiguous tensors are streamed with
+    /// positioned reads (no page faults, a few MB resident); others are read from the map.
     pub fn stats(&self, name: &str) -> Result<TensorStats> {
-        let (info, _) = self.loc(name)?;
+        let (info, loc) = self.loc(name)?;
         let dt = info.dtype;
+        #[cfg(unix)]
+        if let Some((file, off, len, path)) = self.file_range(loc) {
+            if len >= STREAM_MIN {
+                return stats::stream_stats(file, off, len, dt).map_err(|e| ReadError::io(path, e));
+            }
+        }
         self.with_bytes(name, |b| tensor_stats(b, dt))
+    }
+
+    /// Where a tensor's bytes lie in a file, when they are contiguous and uncompressed.
+    fn file_range(&self, loc: &Loc) -> Option<(&std::fs::File, u64, usize, &Path)> {
+        match loc {
+            Loc::Safe { file, range } => {
+                let s = &self.safes[*file];
+                Some((&s.file, range.start as u64, range.len(), &s.path))
+            }
+            Loc::Torch { file, tref } => {
+                let z = &self.torch[*file];
+                let (f, off, len) = z.contiguous_range(tref)?;
+                Some((f, off, len, z.path()))
+            }
+        }
     }
 
     /// Loads one tensor onto `device` (on CUDA: the GPU path).

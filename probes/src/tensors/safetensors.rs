@@ -17,6 +17,8 @@ pub const MAX_HEADER: u64 = 100 * 1024 * 1024;
 
 /// One opened `.safetensors` file.
 pub(crate) struct SafeFile {
+    pub path: std::path::PathBuf,
+    pub file: std::fs::File,
     map: Mmap,
     /// (info, byte range in the file), in data order.
     pub tensors: Vec<(TensorInfo, std::ops::Range<usize>)>,
@@ -25,9 +27,11 @@ pub(crate) struct SafeFile {
 
 impl SafeFile {
     pub fn open(path: &Path) -> Result<SafeFile> {
-        let map = map_file(path)?;
+        let (file, map) = map_file(path)?;
         let (tensors, metadata) = parse_header(path, &map)?;
         Ok(SafeFile {
+            path: path.to_path_buf(),
+            file,
             map,
             tensors,
             metadata,

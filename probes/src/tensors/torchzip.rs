@@ -25,6 +25,7 @@ struct Entry {
 /// An opened torch zip archive.
 pub struct TorchZip {
     path: PathBuf,
+    file: File,
     map: Mmap,
     prefix: String,
     entries: HashMap<String, Entry>,
@@ -41,7 +42,7 @@ impl std::fmt::Debug for TorchZip {
     }
 }
 
-pub(crate) fn map_file(path: &Path) -> Result<Mmap> {
+pub(crate) fn map_file(path: &Path) -> Result<(File, Mmap)> {
     let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
     let len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
     if len == 0 {
@@ -49,14 +50,15 @@ pub(crate) fn map_file(path: &Path) -> Result<Mmap> {
     }
     // SAFETY: the map is read-only and private; we never write through it. Like every reader of
     // memory-mapped checkpoints we rely on the file not being truncated while it is open.
-    unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
+    Ok((file, map))
 }
 
 impl TorchZip {
     /// Opens an archive and interprets its `data.pkl`; no storage bytes are touched yet.
     pub fn open(path: impl AsRef<Path>) -> Result<TorchZip> {
         let path = path.as_ref();
-        let map = map_file(path)?;
+        let (file, map) = map_file(path)?;
         if !map.starts_with(b"PK\x03\x04") {
             if map.first() == Some(&0x80) || map.starts_with(&[0x8a, 0x0a]) {
                 return Err(ReadError::format(
@@ -95,6 +97,7 @@ impl TorchZip {
             pickle::parse(data).map_err(|err| ReadError::format(path, format!("{pkl}: {err}")))?;
         Ok(TorchZip {
             path: path.to_path_buf(),
+            file,
             map,
             prefix,
             entries,
@@ -256,21 +259,19 @@ impl TorchZip {
     }
 }
 
-/// Prefaults a large range before a full scan: one `MADV_POPULATE_READ` instead of thousands
-/// of page faults (Linux ≥ 5.14; a no-op elsewhere or when refused).
-pub(crate) fn prefault(map: &Mmap, range: std::ops::Range<usize>) {
-    #[cfg(target_os = "linux")]
-    if range.start < range.end && range.end <= map.len() {
-        let _ = map.advise_range(memmap2::Advice::PopulateRead, range.start, range.end - range.start);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (map, range);
-}
-
 impl TorchZip {
-    pub(crate) fn prefault_storage(&self, key: &str) {
-        if let Some(e) = self.entries.get(&format!("{}data/{key}", self.prefix)) {
-            prefault(&self.map, e.start..e.start + e.size);
+    /// The file and byte range of a contiguous tensor stored uncompressed (for streaming reads).
+    pub(crate) fn contiguous_range(&self, t: &TensorRef) -> Option<(&File, u64, usize)> {
+        if !t.is_contiguous() {
+            return None;
         }
+        let e = self.entries.get(&format!("{}data/{}", self.prefix, t.storage_key))?;
+        let es = t.dtype.size();
+        let start = (t.offset as usize).checked_mul(es)?;
+        let len = t.numel()?.checked_mul(es)?;
+        if !e.stored || start.checked_add(len)? > e.size {
+            return None;
+        }
+        Some((&self.file, (e.start + start) as u64, len))
     }
 }

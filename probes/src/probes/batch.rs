@@ -1,0 +1,5 @@
+//! Probes over batch artifacts (being written).
+
+use crate::probe::ProbeSpec;
+
+pub const SPECS: &[ProbeSpec] = &[];

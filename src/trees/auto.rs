@@ -1,0 +1,116 @@
+//! Non-interactive walking: probes answer numeric nodes, facts answer fact nodes, and
+//! `--answer node=label` answers anything (choices, or an override). Stops at the first
+//! node nothing can answer, saying what it needs.
+
+use std::collections::HashMap;
+
+use mltriage_probes::device::Compute;
+use mltriage_probes::facts::Facts;
+use mltriage_probes::probe::Status;
+use mltriage_probes::run::Run;
+
+use super::{Conclusion, Source, Step, Walk, WalkError};
+use crate::catalog::{Catalog, NodeKind};
+use crate::check::run_one;
+use crate::findings::Finding;
+
+/// Why a walk stopped before a leaf.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Stop {
+    pub node: String,
+    pub question: String,
+    /// e.g. `fact phase`, `a choice`, `a run to measure`.
+    pub needs: String,
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WalkResult {
+    pub tree: String,
+    pub path: Vec<Step>,
+    pub conclusion: Option<Conclusion>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stop>,
+}
+
+pub struct Inputs<'a> {
+    pub run: Option<&'a Run>,
+    pub facts: &'a Facts,
+    pub compute: &'a Compute,
+    pub baseline: Option<&'a Run>,
+    /// node id -> answer label given by the user.
+    pub answers: &'a HashMap<String, String>,
+}
+
+/// Pick the verdict for a node: the one about the node's entry, else the most severe.
+pub fn pick<'f>(findings: &'f [Finding], entry: Option<&str>) -> Option<&'f Finding> {
+    if let Some(e) = entry {
+        if let Some(f) = findings.iter().find(|f| f.id == e && f.status != Status::Skip) {
+            return Some(f);
+        }
+    }
+    findings.iter().min_by_key(|f| f.status)
+}
+
+pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, WalkError> {
+    let mut w = Walk::start(cat, tree)?;
+    let mut cache: HashMap<String, Vec<Finding>> = HashMap::new();
+    let mut guard = 0;
+    while !w.is_done() {
+        guard += 1;
+        if guard > 10_000 {
+            break;
+        }
+        let n = w.node();
+        if let Some(a) = inp.answers.get(&n.id) {
+            w.answer(a, "", Source::User)?;
+            continue;
+        }
+        let (q, opts, nid) = (w.question(n), w.answers(), n.id.clone());
+        let stop = |needs: String| Stop { node: nid.clone(), question: q.clone(), needs, options: opts.clone() };
+        match n.kind {
+            NodeKind::Numeric => {
+                let Some(run) = inp.run else {
+                    return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop("a run to measure (walk TREE RUN)".into())) });
+                };
+                let probe = n.probe.clone().unwrap_or_default();
+                let fs = cache
+                    .entry(probe.clone())
+                    .or_insert_with(|| run_one(cat, &probe, run, inp.facts, inp.compute, inp.baseline).unwrap_or_default());
+                let (label, measured) = match pick(fs, n.entry.as_deref()) {
+                    Some(f) if f.status == Status::Skip => ("skip".to_string(), format!("not measured: {}", f.message)),
+                    Some(f) => (f.outcome.clone(), if f.expected.is_empty() { f.measured.clone() } else { format!("{} (expected {})", f.measured, f.expected) }),
+                    None => ("skip".to_string(), format!("probe {probe} is not implemented")),
+                };
+                match w.answer(&label, &measured, Source::Probe(probe.clone())) {
+                    Ok(()) => {}
+                    Err(WalkError::NoBranch { .. }) => {
+                        return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop(format!("an answer: probe {probe} said {label:?}, which this node has no branch for"))) });
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            NodeKind::Fact => {
+                let key = n.fact.clone().unwrap_or_default();
+                match inp.facts.get(&key) {
+                    Some(v) => {
+                        let v = v.to_string();
+                        match w.answer(&v, &format!("{key} = {v}"), Source::Fact(key.clone())) {
+                            Ok(()) => {}
+                            Err(WalkError::NoBranch { .. }) => {
+                                return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop(format!("fact {key} to be one of the listed values (got {v:?})"))) })
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    None => return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop(format!("fact {key}"))) }),
+                }
+            }
+            NodeKind::Choice => {
+                return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop("a choice".into())) });
+            }
+            NodeKind::Leaf => break,
+        }
+    }
+    Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: w.conclusion(), stopped: None })
+}

@@ -1,0 +1,106 @@
+//! Every user-facing string of the TUI, in one place (gitui's habit): wording changes and
+//! translations touch only this file.
+
+pub const APP: &str = "mltriage";
+pub const TOO_SMALL: &str = "terminal too small";
+pub const TOO_SMALL_NEED: &str = "need at least 40×10";
+
+pub const TREES: &str = "Trees";
+pub const CATALOG: &str = "Catalog";
+pub const FINDINGS: &str = "Findings";
+pub const NO_RUN_ATTACHED: &str = "no run attached — start with `mltriage RUN` to let probes answer";
+pub const LOADING_RUN: &str = "reading the run…";
+pub const NO_FINDINGS: &str = "no findings (no implemented probe had anything to say)";
+
+pub const SEARCH: &str = "Search";
+pub const SEARCH_HINT: &str = "type a symptom or an error message";
+pub const MODE_TEXT: &str = "full-text";
+pub const MODE_FUZZY: &str = "fuzzy id/title";
+pub const ALL_DOMAINS: &str = "all domains";
+pub const RESULTS: &str = "Results";
+pub const NO_RESULTS: &str = "no entries match; try other words, or Tab for the fuzzy filter";
+
+pub const SYMPTOM: &str = "Symptom";
+pub const CAUSE: &str = "Cause";
+pub const FIX: &str = "Fix";
+pub const KNOBS: &str = "Knobs";
+pub const QUESTION: &str = "Question";
+pub const THRESHOLD: &str = "Threshold";
+pub const REFS: &str = "References";
+pub const SEE_ALSO: &str = "See also";
+pub const ERRORS: &str = "Error messages";
+pub const PROBES: &str = "Probes";
+pub const CHECK_RESULTS: &str = "Check on the attached run";
+
+pub const WALK: &str = "Walk";
+pub const PROBE_RUNNING: &str = "probe running";
+pub const MEASURED: &str = "measured";
+pub const EXPECTED: &str = "expected";
+pub const PROPOSED: &str = "proposed branch";
+pub const ANSWER: &str = "answer";
+pub const LEADS_TO: &str = "→";
+pub const PICK_BRANCH: &str = "Pick a branch";
+pub const PICK_OPTION: &str = "What matches?";
+pub const FACT_PROMPT: &str = "This node needs a fact the run does not state. Type its value, Enter:";
+pub const CONCLUSION: &str = "Conclusion";
+pub const CONFIRM_HINT: &str = "Enter confirm · o override · b back";
+
+pub const RUN: &str = "Run";
+pub const NO_SERIES: &str = "not logged";
+pub const ANOMALY: &str = "anomaly";
+pub const BAND: &str = "band";
+
+pub const HELP: &str = "Keys";
+pub const HELP_FILTER: &str = "filter";
+pub const PALETTE: &str = "Command";
+
+pub const EXPORTED: &str = "transcript written to";
+pub const EXPORT_FAILED: &str = "could not write the transcript:";
+pub const CANCELLED: &str = "probe cancelled — pick a branch with o";
+pub const CHECK_DONE: &str = "findings from its probes (shown below)";
+pub const CHECKING: &str = "running probes";
+pub const NO_SUCH_ENTRY: &str = "no entry";
+pub const NO_SUCH_TREE: &str = "no tree";
+pub const NO_RUN: &str = "no run attached: start `mltriage RUN` to check one";
+pub const NO_RUN_FOR_PROBE: &str = "no run attached: the probe cannot answer — pick a branch (o)";
+pub const NO_PROBE: &str = "this node has no probe — pick a branch (o)";
+pub const NO_PROBE_FOR: &str = "no probe answers";
+pub const WAIT_PROBE: &str = "the probe is still running (Esc cancels)";
+pub const BRANCH_MISSING: &str = "the proposed branch leads nowhere here — pick one";
+pub const AT_ROOT: &str = "already at the first question";
+pub const NOTHING_TO_EXPORT: &str = "start a walk first (`:walk stability`)";
+pub const USAGE_WALK: &str = "usage: :walk TREE";
+pub const USAGE_SHOW: &str = "usage: :show ID";
+pub const USAGE_EXPORT: &str = "usage: :export md|json [PATH]";
+pub const USAGE_FACT: &str = "usage: :fact key=value";
+pub const FACT_SET: &str = "fact set:";
+pub const UNKNOWN_COMMAND: &str = "unknown command";
+
+/// Descriptions of actions for the help overlay.
+pub fn action_help(name: &str) -> &'static str {
+    match name {
+        "quit" => "quit (Ctrl-C always quits)",
+        "back" => "back / close / cancel a running probe",
+        "up" => "move up",
+        "down" => "move down",
+        "top" => "go to the top",
+        "bottom" => "go to the bottom",
+        "page_up" => "page up",
+        "page_down" => "page down",
+        "select" => "open / confirm",
+        "next_pane" => "next pane (search: toggle fuzzy filter)",
+        "search" => "search the catalog",
+        "help" => "this help",
+        "palette" => "command palette (:walk stability, :export md, :quit)",
+        "run" => "run screen: charts and findings",
+        "home" => "home screen",
+        "check" => "check: run the probes (entry: this entry's probes)",
+        "override" => "walk: override the proposed branch",
+        "walk_back" => "walk: back one question",
+        "export_md" => "walk: export the transcript as Markdown",
+        "export_json" => "walk: export the transcript as JSON",
+        "toggle_fuzzy" => "search: toggle the fuzzy id/title filter",
+        "domain" => "search: cycle the domain filter (ctrl-d while typing)",
+        _ => "",
+    }
+}
