@@ -9,3 +9,6 @@ pub mod search;
 pub mod findings;
 pub mod check;
 pub mod trees;
+pub mod app;
+pub mod tui;
+pub mod ui;

@@ -336,3 +336,108 @@ fn hostile_pickle_in_a_checkpoint_is_never_executed() {
     assert!(!marker.exists(), "the pickle ran a command");
     let _ = std::io::stdout().flush();
 }
+
+#[test]
+fn streamed_stats_match_the_mapped_pass() {
+    let d = tempfile::tempdir().unwrap();
+    // bf16 (table path) 1.5 M elements, f32 (lane path) 400 K elements, with a NaN and an inf.
+    let nb = 1_500_000usize;
+    let nf = 400_000usize;
+    let mut seed = 7u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.4) * 0.2
+    };
+    let mut data = Vec::new();
+    for i in 0..nb {
+        let x = if i == 77 { f32::NAN } else { rnd() };
+        data.extend_from_slice(&((x.to_bits() >> 16) as u16).to_le_bytes());
+    }
+    for i in 0..nf {
+        let x = if i == 5 { f32::INFINITY } else { rnd() };
+        data.extend_from_slice(&x.to_le_bytes());
+    }
+    let h = format!(
+        r#"{{"b":{{"dtype":"BF16","shape":[{nb}],"data_offsets":[0,{}]}},"f":{{"dtype":"F32","shape":[{nf}],"data_offsets":[{},{}]}}}}"#,
+        2 * nb,
+        2 * nb,
+        2 * nb + 4 * nf
+    );
+    let p = write(d.path(), "big.safetensors", &safetensors(&h, &data));
+    let f = TensorFile::open(&p).unwrap();
+    for name in ["b", "f"] {
+        let dt = f.get(name).unwrap().dtype;
+        let streamed = f.stats(name).unwrap();
+        let mapped = f
+            .with_bytes(name, |b| mltriage_probes::tensors::tensor_stats(b, dt))
+            .unwrap();
+        assert_eq!(
+            (
+                streamed.count,
+                streamed.finite,
+                streamed.nan,
+                streamed.inf,
+                streamed.zeros
+            ),
+            (
+                mapped.count,
+                mapped.finite,
+                mapped.nan,
+                mapped.inf,
+                mapped.zeros
+            )
+        );
+        assert_eq!((streamed.min, streamed.max), (mapped.min, mapped.max));
+        // Chunk boundaries differ between the two passes: f32 block sums round differently.
+        assert!((streamed.mean - mapped.mean).abs() <= 1e-6 * mapped.std);
+        assert!((streamed.std - mapped.std).abs() <= 1e-6 * mapped.std);
+        assert_eq!(streamed.hist, mapped.hist);
+    }
+    assert_eq!(f.stats("b").unwrap().nan, 1);
+    assert_eq!(f.stats("f").unwrap().inf, 1);
+}
+
+#[test]
+fn lightning_checkpoint_is_unwrapped_and_optimizer_tensors_left_out() {
+    let d = tempfile::tempdir().unwrap();
+    // {'epoch': 3, 'state_dict': {'model.w': T(storage 0)}, 'optimizer_states': [{'state': {0: {'exp_avg': T(storage 1)}}, 'param_groups': []}]}
+    let tensor = |key: u8| -> Vec<u8> {
+        let mut t = b"ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00".to_vec();
+        t.push(key);
+        t.extend_from_slice(b"X\x03\x00\x00\x00cpuK\x04tQK\x00K\x04\x85K\x01\x85\x89ccollections\nOrderedDict\n)RtR");
+        t
+    };
+    let mut pkl = b"\x80\x02}(X\x05\x00\x00\x00epochK\x03X\x0a\x00\x00\x00state_dict}X\x07\x00\x00\x00model.w".to_vec();
+    pkl.extend(tensor(b'0'));
+    pkl.extend_from_slice(b"sX\x10\x00\x00\x00optimizer_states](}(X\x05\x00\x00\x00state}K\x00}X\x07\x00\x00\x00exp_avg");
+    pkl.extend(tensor(b'1'));
+    pkl.extend_from_slice(b"ssX\x0c\x00\x00\x00param_groups]ueu.");
+    let four: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let p = write(
+        d.path(),
+        "last.ckpt",
+        &zip(&[
+            ("last/data.pkl", &pkl),
+            ("last/data/0", &four),
+            ("last/data/1", &four),
+        ]),
+    );
+    let f = TensorFile::open(&p).unwrap();
+    let names: Vec<&str> = f.tensors().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["model.w"]);
+    assert_eq!(f.wrapper(), Some("state_dict"));
+    assert_eq!(
+        f.to_f64_vec("model.w", 4).unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0]
+    );
+    let o = OptimizerState::read(&p).unwrap();
+    assert_eq!(o.state[&0].exp_avg.as_ref().unwrap().shape, vec![4]);
+    assert!(
+        (o.l2_norm(o.state[&0].exp_avg.as_ref().unwrap()).unwrap() - 30f64.sqrt()).abs() < 1e-12
+    );
+}

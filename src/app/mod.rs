@@ -433,10 +433,11 @@ impl App {
                     KeyCode::Up => *sel = sel.saturating_sub(1),
                     KeyCode::Down => *sel += 1,
                     KeyCode::Backspace => {
-                        if input.pop().is_none() {
+                        let empty = input.pop().is_none();
+                        *sel = 0;
+                        if empty {
                             self.overlay = Overlay::None;
                         }
-                        *sel = 0;
                     }
                     _ => {
                         if let Some(c) = plain_char {

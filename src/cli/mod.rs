@@ -2,6 +2,7 @@
 //! map failures to exit codes (0 ok, 1 a check/probe found a fail, 2 usage or input error).
 
 pub mod catalog_cmds;
+pub mod inspect_cmd;
 pub mod run_cmds;
 pub mod tree_cmds;
 pub mod style;
@@ -26,6 +27,12 @@ pub struct Cli {
     pub command: Option<Command>,
     /// A run to attach in the TUI (directory or file).
     pub run: Option<PathBuf>,
+    /// TUI: draw with ASCII only (no box drawing, braille or marks outside ASCII).
+    #[arg(long, global = true)]
+    pub ascii: bool,
+    /// Print where mltriage reads its configuration (the TUI key map) and exit.
+    #[arg(long)]
+    pub show_paths: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -112,6 +119,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show what mltriage reads from any artifact: tensors, metric series, optimizer state, a run.
+    Inspect {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate a playbook directory (default: the embedded playbook).
     Lint { dir: Option<PathBuf> },
     /// Print shell completions.
@@ -189,8 +202,33 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cat = load_catalog(&cli)?;
             tree_cmds::walk(&cat, tree, run.as_deref(), facts, answers, baseline.as_deref(), device, *json, &style)
         }
+        Some(Command::Inspect { path, json }) => inspect_cmd::inspect(path, *json, &style),
+        None if cli.show_paths => {
+            let keys = crate::app::action::keys_config_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "(no $XDG_CONFIG_HOME or $HOME)".into());
+            catalog_cmds::emit(&format!("keys: {keys}\n"));
+            Ok(0)
+        }
         None => {
+            let started = std::time::Instant::now();
             let cat = load_catalog(&cli)?;
+            use std::io::IsTerminal;
+            if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+                if let Some(r) = &cli.run {
+                    if !r.exists() {
+                        return Err(UsageError(format!("{}: no such file or directory", r.display())).into());
+                    }
+                }
+                let opts = crate::tui::TuiOptions {
+                    run: cli.run.clone(),
+                    facts: Default::default(),
+                    color: crate::tui::color_enabled(cli.color),
+                    ascii: cli.ascii,
+                    started,
+                };
+                return crate::tui::run(cat, opts);
+            }
             catalog_cmds::list(&cat, None, false, &style)
         }
     }

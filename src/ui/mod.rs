@@ -130,8 +130,9 @@ fn asciify(area: Rect, buf: &mut Buffer) {
 }
 
 /// A bordered block with a title, highlighted when it has the focus.
-pub fn pane<'a>(app: &App, title: &'a str, focused: bool) -> Block<'a> {
+pub fn pane(app: &App, title: impl AsRef<str>, focused: bool) -> Block<'static> {
     let t = &app.theme;
+    let title = title.as_ref();
     let title = if focused {
         format!("{} {title} ", t.pointer())
     } else {

@@ -387,7 +387,15 @@ macro_rules! moments_kernel {
                 zer[l] += (v == 0 as $t) as $u;
                 nan[l] += v.is_nan() as $u;
             }
-            let mut out = (0f64, 0f64, <$t>::INFINITY, <$t>::NEG_INFINITY, 0u64, 0u64, 0u64);
+            let mut out = (
+                0f64,
+                0f64,
+                <$t>::INFINITY,
+                <$t>::NEG_INFINITY,
+                0u64,
+                0u64,
+                0u64,
+            );
             for l in 0..L {
                 out.0 += s[l] as f64;
                 out.1 += q[l] as f64;
@@ -632,7 +640,12 @@ fn count_table_into(raw: &[u8], es: usize, width: usize, t: &mut [u32]) {
     let (t1, rest) = rest.split_at_mut(width);
     let (t2, t3) = rest.split_at_mut(width);
     if es == 2 {
-        let (t0, t1, t2, t3) = (&mut t0[..65536], &mut t1[..65536], &mut t2[..65536], &mut t3[..65536]);
+        let (t0, t1, t2, t3) = (
+            &mut t0[..65536],
+            &mut t1[..65536],
+            &mut t2[..65536],
+            &mut t3[..65536],
+        );
         let mut it = raw.chunks_exact(8);
         for c in &mut it {
             t0[u16::from_le_bytes([c[0], c[1]]) as usize] += 1;
@@ -644,7 +657,12 @@ fn count_table_into(raw: &[u8], es: usize, width: usize, t: &mut [u32]) {
             t0[u16::from_le_bytes([c[0], c[1]]) as usize] += 1;
         }
     } else {
-        let (t0, t1, t2, t3) = (&mut t0[..256], &mut t1[..256], &mut t2[..256], &mut t3[..256]);
+        let (t0, t1, t2, t3) = (
+            &mut t0[..256],
+            &mut t1[..256],
+            &mut t2[..256],
+            &mut t3[..256],
+        );
         let mut it = raw.chunks_exact(4);
         for c in &mut it {
             t0[c[0] as usize] += 1;
@@ -701,7 +719,11 @@ fn table_stats(bytes: &[u8], dt: DType, width: usize) -> Acc {
     let n = bytes.len() / es;
     let threads = rayon::current_num_threads().max(1);
     // Enough parts to keep every thread busy, and each table's counts below 2^32.
-    let parts = if n < (1 << 16) { 1 } else { (2 * threads).max(n / (1 << 32) + 1) };
+    let parts = if n < (1 << 16) {
+        1
+    } else {
+        (2 * threads).max(n / (1 << 32) + 1)
+    };
     let per = n.div_ceil(parts).max(1) * es;
     let merged = bytes
         .par_chunks(per)
@@ -710,7 +732,10 @@ fn table_stats(bytes: &[u8], dt: DType, width: usize) -> Acc {
             || vec![0u64; width],
             |mut acc, t| {
                 for (i, a) in acc.iter_mut().enumerate() {
-                    *a += t[i] as u64 + t[width + i] as u64 + t[2 * width + i] as u64 + t[3 * width + i] as u64;
+                    *a += t[i] as u64
+                        + t[width + i] as u64
+                        + t[2 * width + i] as u64
+                        + t[3 * width + i] as u64;
                 }
                 acc
             },
@@ -928,11 +953,31 @@ mod tests {
         bits[5000] = 0;
         let raw: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
         let table = tensor_stats(&raw, DType::BF16);
-        let lanes = raw.chunks(CHUNK * 2).map(|c| chunk_f32(c, DType::BF16)).fold(Acc::empty(), Acc::merge).finish();
-        assert_eq!((table.count, table.finite, table.nan, table.inf, table.zeros), (lanes.count, lanes.finite, lanes.nan, lanes.inf, lanes.zeros));
-        assert_eq!((table.min, table.max, table.absmax), (lanes.min, lanes.max, lanes.absmax));
-        assert!(close(table.mean, lanes.mean, 1e-6), "{} {}", table.mean, lanes.mean);
-        assert!(close(table.std, lanes.std, 1e-6), "{} {}", table.std, lanes.std);
+        let lanes = raw
+            .chunks(CHUNK * 2)
+            .map(|c| chunk_f32(c, DType::BF16))
+            .fold(Acc::empty(), Acc::merge)
+            .finish();
+        assert_eq!(
+            (table.count, table.finite, table.nan, table.inf, table.zeros),
+            (lanes.count, lanes.finite, lanes.nan, lanes.inf, lanes.zeros)
+        );
+        assert_eq!(
+            (table.min, table.max, table.absmax),
+            (lanes.min, lanes.max, lanes.absmax)
+        );
+        assert!(
+            close(table.mean, lanes.mean, 1e-6),
+            "{} {}",
+            table.mean,
+            lanes.mean
+        );
+        assert!(
+            close(table.std, lanes.std, 1e-6),
+            "{} {}",
+            table.std,
+            lanes.std
+        );
         assert!(close(table.l2, lanes.l2, 1e-6));
         assert_eq!(table.hist, lanes.hist);
         assert_eq!((table.nan, table.inf), (1, 1));
@@ -946,7 +991,10 @@ mod tests {
         v[20] = f32::NAN;
         v[30] = -2.0;
         let st = tensor_stats(&f32_bytes(&v), DType::F32);
-        assert_eq!((st.min, st.max, st.inf, st.nan, st.finite), (-2.0, 0.5, 2, 1, 37));
+        assert_eq!(
+            (st.min, st.max, st.inf, st.nan, st.finite),
+            (-2.0, 0.5, 2, 1, 37)
+        );
         let i8s: Vec<u8> = [-128i8, 127, 0, -1].iter().map(|&x| x as u8).collect();
         let st = tensor_stats(&i8s, DType::I8);
         assert_eq!((st.min, st.max, st.zeros), (-128.0, 127.0, 1));
@@ -964,7 +1012,6 @@ mod tests {
     }
 }
 
-
 /// Bytes read at a time when streaming from a file (stays in L2 between the read and the scan).
 const STREAM_BLOCK: usize = 512 << 10;
 
@@ -974,7 +1021,12 @@ thread_local! {
 
 /// Reads `[start, end)` of `file` block by block into this thread's reusable buffer.
 #[cfg(unix)]
-fn for_each_block(file: &std::fs::File, start: u64, end: u64, mut f: impl FnMut(&[u8])) -> std::io::Result<()> {
+fn for_each_block(
+    file: &std::fs::File,
+    start: u64,
+    end: u64,
+    mut f: impl FnMut(&[u8]),
+) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     STREAM_BUF.with(|b| {
         let mut buf = b.borrow_mut();
@@ -997,7 +1049,12 @@ fn for_each_block(file: &std::fs::File, start: u64, end: u64, mut f: impl FnMut(
 /// and resident memory of a few hundred KB whatever the tensor's size. Same results as
 /// [`tensor_stats`].
 #[cfg(unix)]
-pub fn stream_stats(file: &std::fs::File, offset: u64, len: usize, dtype: DType) -> std::io::Result<TensorStats> {
+pub fn stream_stats(
+    file: &std::fs::File,
+    offset: u64,
+    len: usize,
+    dtype: DType,
+) -> std::io::Result<TensorStats> {
     let es = dtype.size();
     let n = len / es;
     let threads = rayon::current_num_threads().max(1);
@@ -1056,7 +1113,8 @@ pub fn stream_stats(file: &std::fs::File, offset: u64, len: usize, dtype: DType)
 /// Adds four interleaved u32 tables into a u64 table and clears them.
 fn fold_tables(t: &mut [u32], wide: &mut [u64], width: usize) {
     for i in 0..width {
-        wide[i] += t[i] as u64 + t[width + i] as u64 + t[2 * width + i] as u64 + t[3 * width + i] as u64;
+        wide[i] +=
+            t[i] as u64 + t[width + i] as u64 + t[2 * width + i] as u64 + t[3 * width + i] as u64;
     }
     t.iter_mut().for_each(|x| *x = 0);
 }

@@ -265,7 +265,9 @@ impl TorchZip {
         if !t.is_contiguous() {
             return None;
         }
-        let e = self.entries.get(&format!("{}data/{}", self.prefix, t.storage_key))?;
+        let e = self
+            .entries
+            .get(&format!("{}data/{}", self.prefix, t.storage_key))?;
         let es = t.dtype.size();
         let start = (t.offset as usize).checked_mul(es)?;
         let len = t.numel()?.checked_mul(es)?;

@@ -1,0 +1,78 @@
+//! The footer: the current screen's main keys (from the live key map, so rebinding shows).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::app::{Action, App, Overlay, Screen};
+
+pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let k = |a: Action| app.keymap.key_for(a);
+    let items: Vec<(String, &str)> = match (&app.overlay, &app.screen) {
+        (Overlay::Help { .. }, _) => vec![("type".into(), "filter"), ("Esc".into(), "close")],
+        (Overlay::Palette { .. }, _) => vec![("Tab".into(), "complete"), ("Enter".into(), "run"), ("Esc".into(), "close")],
+        (_, Screen::Home) => vec![
+            (k(Action::Search), "search"),
+            (k(Action::Select), "open"),
+            (k(Action::NextPane), "pane"),
+            (format!("{}/{}", k(Action::Down), k(Action::Up)), "move"),
+            (k(Action::RunScreen), "run"),
+            (k(Action::Palette), "cmd"),
+            (k(Action::Help), "help"),
+            (k(Action::Quit), "quit"),
+        ],
+        (_, Screen::Search) => vec![
+            ("type".into(), "query"),
+            ("Enter".into(), "open"),
+            ("↑↓".into(), "move"),
+            ("Tab".into(), "fuzzy"),
+            ("ctrl-d".into(), "domain"),
+            ("Esc".into(), "back"),
+        ],
+        (_, Screen::Entry(_)) => vec![
+            (k(Action::Select), "fix/follow"),
+            (k(Action::NextPane), "links"),
+            (k(Action::Check), "check this"),
+            (format!("{}/{}", k(Action::Down), k(Action::Up)), "scroll"),
+            (k(Action::Back), "back"),
+            (k(Action::Help), "help"),
+        ],
+        (_, Screen::Walk) => {
+            let leaf = app.walk.as_ref().is_some_and(|w| w.walk.is_leaf());
+            if leaf {
+                vec![
+                    (k(Action::ExportMd), "export md"),
+                    (k(Action::ExportJson), "json"),
+                    (k(Action::Select), "entry"),
+                    (k(Action::WalkBack), "back"),
+                    (k(Action::Back), "leave"),
+                    (k(Action::Help), "help"),
+                ]
+            } else {
+                vec![
+                    (k(Action::Select), "confirm"),
+                    (k(Action::Override), "override"),
+                    (k(Action::WalkBack), "back"),
+                    ("Esc".into(), "cancel/leave"),
+                    (k(Action::ExportMd), "export"),
+                    (k(Action::Help), "help"),
+                ]
+            }
+        }
+        (_, Screen::Run) => vec![
+            (k(Action::NextPane), "pane"),
+            (k(Action::Select), "open"),
+            (k(Action::Check), "re-check"),
+            (k(Action::Back), "back"),
+            (k(Action::Help), "help"),
+        ],
+    };
+    let mut spans = Vec::new();
+    for (key, what) in items {
+        spans.push(Span::styled(key, t.key()));
+        spans.push(Span::styled(format!(" {what}  "), t.dim()));
+    }
+    Line::from(spans).render(area, buf);
+}
