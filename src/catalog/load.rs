@@ -50,20 +50,21 @@ pub struct RawPlaybook {
     pub files: Vec<PathBuf>,
 }
 
-/// Line (1-based) of the first `id: <id>` list item at or after `from_line`.
+/// Line (1-based) of the first `id: <id>` (block or flow style) at or after `from_line`.
 fn line_of_id(text: &str, id: &str, from_line: usize) -> usize {
     for (i, line) in text.lines().enumerate().skip(from_line.saturating_sub(1)) {
-        let t = line.trim_start().trim_start_matches("- ").trim_start();
-        if let Some(rest) = t.strip_prefix("id:") {
-            let v = rest
-                .split('#')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .trim_matches(|c| c == '"' || c == '\'');
-            if v == id {
-                return i + 1;
+        let mut rest = line;
+        while let Some(pos) = rest.find("id:") {
+            let before = rest[..pos].chars().next_back();
+            let after = &rest[pos + 3..];
+            if before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
+                let v = after.trim_start();
+                let end = v.find([',', '}', '#', ' ']).unwrap_or(v.len());
+                if v[..end].trim_matches(|c| c == '"' || c == '\'') == id {
+                    return i + 1;
+                }
             }
+            rest = after;
         }
     }
     1

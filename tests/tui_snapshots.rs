@@ -1,0 +1,130 @@
+//! One insta snapshot per screen on an 80×24 `TestBackend`, plus the small-terminal notice
+//! and renders at extreme sizes that must never panic.
+
+mod tui_common;
+
+use crossterm::event::KeyCode;
+use mltriage::ui::theme::Theme;
+use mltriage_probes::probe::Status;
+use tui_common::*;
+
+#[test]
+fn home_screen_without_a_run() {
+    let a = app();
+    insta::assert_snapshot!("home", render(&a, 80, 24).backend());
+}
+
+#[test]
+fn home_screen_with_a_run_lists_summary_and_findings() {
+    let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
+    let h = headless(a, scripted(None));
+    insta::assert_snapshot!("home_with_run", render(&h.app, 80, 24).backend());
+}
+
+#[test]
+fn search_screen_shows_results_for_map_zero() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char('/')).typ("mAP zero");
+    insta::assert_snapshot!("search_map_zero", render(&h.app, 80, 24).backend());
+}
+
+#[test]
+fn entry_screen_v3() {
+    let mut a = app();
+    a.open_entry("V3");
+    insta::assert_snapshot!("entry_v3", render(&a, 80, 24).backend());
+}
+
+#[test]
+fn help_overlay() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char('?'));
+    insta::assert_snapshot!("help", render(&h.app, 80, 24).backend());
+}
+
+#[test]
+fn walk_at_a_numeric_node_with_a_measured_value() {
+    let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
+    let mut h = headless(a, scripted(Some(("high", Status::Fail, "loss0 = 9.10", "ln V = 6.24 ± 0.5"))));
+    h.key(KeyCode::Char(':')).typ("walk stability").key(KeyCode::Enter);
+    insta::assert_snapshot!("walk_node", render(&h.app, 80, 24).backend());
+}
+
+#[test]
+fn run_screen_charts_and_findings() {
+    let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
+    let mut h = headless(a, scripted(None));
+    h.key(KeyCode::Char('r'));
+    insta::assert_snapshot!("run", render(&h.app, 80, 24).backend());
+}
+
+#[test]
+fn too_small_notice() {
+    let a = app();
+    insta::assert_snapshot!("too_small", render(&a, 30, 8).backend());
+}
+
+#[test]
+fn palette_overlay() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char(':')).typ("wa");
+    insta::assert_snapshot!("palette", render(&h.app, 80, 24).backend());
+}
+
+#[test]
+fn every_screen_renders_at_any_size_without_panicking() {
+    let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
+    let mut h = headless(a, scripted(Some(("high", Status::Fail, "9.1", "6.2"))));
+    let sizes = [(1, 1), (2, 1), (20, 6), (39, 9), (40, 10), (80, 24), (200, 60), (1, 60), (300, 2)];
+    let mut check = |h: &mltriage::app::Headless| {
+        for (w, ht) in sizes {
+            let _ = render(&h.app, w, ht);
+        }
+    };
+    check(&h);
+    h.key(KeyCode::Char('/')).typ("nan loss");
+    check(&h);
+    h.key(KeyCode::Enter);
+    check(&h);
+    h.key(KeyCode::Tab).key(KeyCode::Enter);
+    check(&h);
+    h.key(KeyCode::Char('?'));
+    check(&h);
+    h.key(KeyCode::Esc).key(KeyCode::Char(':')).typ("walk stability");
+    check(&h);
+    h.key(KeyCode::Enter);
+    check(&h);
+    h.key(KeyCode::Char('o'));
+    check(&h);
+    h.key(KeyCode::Char('r'));
+    check(&h);
+}
+
+#[test]
+fn ascii_mode_draws_only_ascii() {
+    let theme = Theme { color: false, ascii: true };
+    let a = app_with(Some("fixtures/scripted_run".into()), theme, None);
+    let mut h = headless(a, scripted(Some(("high", Status::Fail, "9.1", "6.2"))));
+    for keys in [&[][..], &[KeyCode::Char('r')][..], &[KeyCode::Esc, KeyCode::Char('/')][..]] {
+        for k in keys {
+            h.key(*k);
+        }
+        let text = screen_text(&h.app, 80, 24);
+        assert!(text.is_ascii(), "non-ASCII cell in:\n{text}");
+    }
+    let text = screen_text(&h.app, 80, 24);
+    assert!(text.is_ascii());
+}
+
+#[test]
+fn no_color_theme_uses_no_colours_but_keeps_marks() {
+    use ratatui::style::Color;
+    let theme = Theme { color: false, ascii: false };
+    let a = app_with(Some("fixtures/scripted_run".into()), theme, None);
+    let h = headless(a, scripted(None));
+    let t = render(&h.app, 80, 24);
+    let buf = t.backend().buffer();
+    assert!(buf.content.iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    let text = screen_text(&h.app, 80, 24);
+    assert!(text.contains("✗ fail"), "{text}");
+}
