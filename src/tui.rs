@@ -203,7 +203,8 @@ impl StderrGuard {
         #[cfg(unix)]
         {
             use std::os::fd::AsRawFd;
-            let path = std::env::temp_dir().join(format!("mltriage-tui-{}.log", std::process::id()));
+            let path =
+                std::env::temp_dir().join(format!("mltriage-tui-{}.log", std::process::id()));
             if let Ok(file) = std::fs::File::create(&path) {
                 // SAFETY: plain POSIX calls on descriptors we own (2 and the new file's);
                 // `dup` keeps the terminal's stderr to put back in `restore_now`.
@@ -238,7 +239,10 @@ impl Drop for StderrGuard {
         if let Some(p) = self.log.take() {
             match std::fs::metadata(&p) {
                 Ok(m) if m.len() > 0 => {
-                    eprintln!("mltriage: messages printed during the session are in {}", p.display())
+                    eprintln!(
+                        "mltriage: messages printed during the session are in {}",
+                        p.display()
+                    )
                 }
                 _ => {
                     let _ = std::fs::remove_file(&p);

@@ -45,8 +45,18 @@ fn help_overlay() {
 #[test]
 fn walk_at_a_numeric_node_with_a_measured_value() {
     let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
-    let mut h = headless(a, scripted(Some(("high", Status::Fail, "loss0 = 9.10", "ln V = 6.24 ± 0.5"))));
-    h.key(KeyCode::Char(':')).typ("walk stability").key(KeyCode::Enter);
+    let mut h = headless(
+        a,
+        scripted(Some((
+            "high",
+            Status::Fail,
+            "loss0 = 9.10",
+            "ln V = 6.24 ± 0.5",
+        ))),
+    );
+    h.key(KeyCode::Char(':'))
+        .typ("walk stability")
+        .key(KeyCode::Enter);
     insta::assert_snapshot!("walk_node", render(&h.app, 80, 24).backend());
 }
 
@@ -75,8 +85,18 @@ fn palette_overlay() {
 fn every_screen_renders_at_any_size_without_panicking() {
     let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
     let mut h = headless(a, scripted(Some(("high", Status::Fail, "9.1", "6.2"))));
-    let sizes = [(1, 1), (2, 1), (20, 6), (39, 9), (40, 10), (80, 24), (200, 60), (1, 60), (300, 2)];
-    let mut check = |h: &mltriage::app::Headless| {
+    let sizes = [
+        (1, 1),
+        (2, 1),
+        (20, 6),
+        (39, 9),
+        (40, 10),
+        (80, 24),
+        (200, 60),
+        (1, 60),
+        (300, 2),
+    ];
+    let check = |h: &mltriage::app::Headless| {
         for (w, ht) in sizes {
             let _ = render(&h.app, w, ht);
         }
@@ -90,7 +110,9 @@ fn every_screen_renders_at_any_size_without_panicking() {
     check(&h);
     h.key(KeyCode::Char('?'));
     check(&h);
-    h.key(KeyCode::Esc).key(KeyCode::Char(':')).typ("walk stability");
+    h.key(KeyCode::Esc)
+        .key(KeyCode::Char(':'))
+        .typ("walk stability");
     check(&h);
     h.key(KeyCode::Enter);
     check(&h);
@@ -102,10 +124,17 @@ fn every_screen_renders_at_any_size_without_panicking() {
 
 #[test]
 fn ascii_mode_draws_only_ascii() {
-    let theme = Theme { color: false, ascii: true };
+    let theme = Theme {
+        color: false,
+        ascii: true,
+    };
     let a = app_with(Some("fixtures/scripted_run".into()), theme, None);
     let mut h = headless(a, scripted(Some(("high", Status::Fail, "9.1", "6.2"))));
-    for keys in [&[][..], &[KeyCode::Char('r')][..], &[KeyCode::Esc, KeyCode::Char('/')][..]] {
+    for keys in [
+        &[][..],
+        &[KeyCode::Char('r')][..],
+        &[KeyCode::Esc, KeyCode::Char('/')][..],
+    ] {
         for k in keys {
             h.key(*k);
         }
@@ -119,12 +148,18 @@ fn ascii_mode_draws_only_ascii() {
 #[test]
 fn no_color_theme_uses_no_colours_but_keeps_marks() {
     use ratatui::style::Color;
-    let theme = Theme { color: false, ascii: false };
+    let theme = Theme {
+        color: false,
+        ascii: false,
+    };
     let a = app_with(Some("fixtures/scripted_run".into()), theme, None);
     let h = headless(a, scripted(None));
     let t = render(&h.app, 80, 24);
     let buf = t.backend().buffer();
-    assert!(buf.content.iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    assert!(buf
+        .content
+        .iter()
+        .all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
     let text = screen_text(&h.app, 80, 24);
     assert!(text.contains("✗ fail"), "{text}");
 }

@@ -10,6 +10,7 @@ pub mod config;
 pub mod device;
 pub mod error;
 pub mod facts;
+pub mod fuzzing;
 pub mod metrics;
 pub mod probe;
 pub mod probes;

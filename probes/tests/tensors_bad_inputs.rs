@@ -199,6 +199,21 @@ fn valid_edge_cases_are_reported_not_fatal() {
 }
 
 #[test]
+fn safetensors_header_length_with_a_pickle_like_first_byte() {
+    // 384-byte header: the length's first byte is 0x80, like a pickle's PROTO opcode.
+    let d = tempfile::tempdir().unwrap();
+    let mut h = r#"{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#.to_string();
+    while h.len() < 384 {
+        h.push(' ');
+    }
+    for name in ["odd.safetensors", "odd.bin"] {
+        let p = write(d.path(), name, &safetensors(&h, &1.5f32.to_le_bytes()));
+        let f = TensorFile::open(&p).unwrap();
+        assert_eq!(f.to_f64_vec("w", 1).unwrap(), vec![1.5]);
+    }
+}
+
+#[test]
 fn sharded_index_names_the_missing_shard() {
     let d = tempfile::tempdir().unwrap();
     let one: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -440,4 +455,52 @@ fn lightning_checkpoint_is_unwrapped_and_optimizer_tensors_left_out() {
     assert!(
         (o.l2_norm(o.state[&0].exp_avg.as_ref().unwrap()).unwrap() - 30f64.sqrt()).abs() < 1e-12
     );
+}
+
+#[test]
+fn mutated_checkpoints_never_panic() {
+    let d = tempfile::tempdir().unwrap();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/");
+    let sources = [
+        "lm_no_decay_split/checkpoint-300/optimizer.pt",
+        "lm_no_decay_split/checkpoint-0/pytorch_model.bin",
+        "hf_healthy/checkpoint-300/training_args.bin",
+        "lm_bad_init/checkpoint-0/model.safetensors",
+    ];
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for (si, src) in sources.iter().enumerate() {
+        let orig = std::fs::read(format!("{root}{src}")).unwrap();
+        // Mutate the front (zip local header + data.pkl, or the safetensors header).
+        let span = orig.len().min(8192);
+        for round in 0..150 {
+            let mut b = orig.clone();
+            for _ in 0..(1 + next() % 4) {
+                let at = (next() as usize) % span;
+                b[at] = next() as u8;
+            }
+            if round % 10 == 0 {
+                b.truncate((next() as usize) % orig.len());
+            }
+            let ext = std::path::Path::new(src)
+                .extension()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let p = write(d.path(), &format!("m{si}_{round}.{ext}"), &b);
+            if let Ok(f) = TensorFile::open(&p) {
+                for t in f.tensors() {
+                    let _ = f.stats(&t.name);
+                    let _ = f.to_f64_vec(&t.name, 1 << 20);
+                }
+            }
+            let _ = OptimizerState::read(&p);
+            let _ = read_pickled_dict(&p);
+        }
+    }
 }

@@ -267,6 +267,14 @@ impl Keymap {
 
     /// The first key for an action (footer), or the action name when unbound.
     pub fn key_for(&self, action: Action) -> String {
+        let preferred = match action {
+            Action::Select => Some(Key::plain(KeyCode::Enter)),
+            Action::Back => Some(Key::plain(KeyCode::Esc)),
+            _ => None,
+        };
+        if let Some(k) = preferred.filter(|k| self.map.get(k) == Some(&action)) {
+            return k.label();
+        }
         self.keys_for(action)
             .into_iter()
             .next()

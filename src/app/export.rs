@@ -80,7 +80,11 @@ pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
             cell(&st.id),
             cell(&st.question),
             cell(&st.answer),
-            if st.measured.is_empty() { "—".into() } else { cell(&st.measured) },
+            if st.measured.is_empty() {
+                "—".into()
+            } else {
+                cell(&st.measured)
+            },
             st.source.as_str()
         ));
     }
@@ -92,7 +96,10 @@ pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
             }
             s.push_str(&format!("**Fix:** {fix}\n"));
         }
-        None => s.push_str(&format!("\n(walk stopped at `{}`, no conclusion yet)\n", walk.current)),
+        None => s.push_str(&format!(
+            "\n(walk stopped at `{}`, no conclusion yet)\n",
+            walk.current
+        )),
     }
     s
 }
@@ -100,7 +107,11 @@ pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
 /// Create `dir/stem.ext`, or `stem-1.ext`, `stem-2.ext`… when taken; never overwrites.
 pub fn write_unique(dir: &Path, stem: &str, ext: &str, content: &str) -> std::io::Result<PathBuf> {
     for n in 0..10_000u32 {
-        let name = if n == 0 { format!("{stem}.{ext}") } else { format!("{stem}-{n}.{ext}") };
+        let name = if n == 0 {
+            format!("{stem}.{ext}")
+        } else {
+            format!("{stem}-{n}.{ext}")
+        };
         let p = dir.join(name);
         match OpenOptions::new().write(true).create_new(true).open(&p) {
             Ok(mut f) => {
@@ -116,8 +127,18 @@ pub fn write_unique(dir: &Path, stem: &str, ext: &str, content: &str) -> std::io
 
 /// Split a user-chosen path into (dir, stem, ext), defaulting the extension to the format's.
 pub fn split_target(p: &Path, fmt: Format) -> (PathBuf, String, String) {
-    let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "transcript".into());
-    let ext = p.extension().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| fmt.ext().into());
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let stem = p
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "transcript".into());
+    let ext = p
+        .extension()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| fmt.ext().into());
     (dir, stem, ext)
 }

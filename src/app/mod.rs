@@ -42,9 +42,14 @@ pub enum Screen {
 pub enum Overlay {
     None,
     /// `?`: the keys, filtered by what is typed.
-    Help { filter: String },
+    Help {
+        filter: String,
+    },
     /// `:`: a command line with completions.
-    Palette { input: String, sel: usize },
+    Palette {
+        input: String,
+        sel: usize,
+    },
 }
 
 /// Side effects `update` asks the driver to perform.
@@ -171,7 +176,12 @@ pub enum CatRow {
 }
 
 impl App {
-    pub fn new(cat: Arc<Catalog>, index: Arc<SearchIndex>, keymap: Keymap, opts: AppOptions) -> App {
+    pub fn new(
+        cat: Arc<Catalog>,
+        index: Arc<SearchIndex>,
+        keymap: Keymap,
+        opts: AppOptions,
+    ) -> App {
         let mut app = App {
             cat,
             index,
@@ -252,7 +262,13 @@ impl App {
     pub fn see_also(&self, id: &str) -> Vec<String> {
         self.cat
             .entry(id)
-            .map(|e| e.see_also.iter().filter(|s| self.cat.entry(s).is_some()).cloned().collect())
+            .map(|e| {
+                e.see_also
+                    .iter()
+                    .filter(|s| self.cat.entry(s).is_some())
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -361,10 +377,14 @@ impl App {
             }
             (_, JobOutput::Attached(summary, findings)) => {
                 self.run.loading = false;
-                self.run.summary = Some(summary);
+                self.run.summary = Some(*summary);
                 self.run.findings = findings;
                 // A fact node may have been waiting for the run's facts.
-                if self.walk.as_ref().is_some_and(|w| w.walk.proposal.is_none() && w.job.is_none()) {
+                if self
+                    .walk
+                    .as_ref()
+                    .is_some_and(|w| w.walk.proposal.is_none() && w.job.is_none())
+                {
                     self.enter_node();
                 }
             }
@@ -396,7 +416,13 @@ impl App {
             return;
         }
         let plain_char = match k.code {
-            KeyCode::Char(c) if !k.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => Some(c),
+            KeyCode::Char(c)
+                if !k
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+            {
+                Some(c)
+            }
             _ => None,
         };
         // Text inputs take characters first.
@@ -425,7 +451,8 @@ impl App {
                         self.run_command(&line);
                     }
                     KeyCode::Tab => {
-                        if let Some(c) = palette_completions(&self.cat, input).into_iter().nth(*sel) {
+                        if let Some(c) = palette_completions(&self.cat, input).into_iter().nth(*sel)
+                        {
                             *input = c;
                             *sel = 0;
                         }
@@ -491,10 +518,14 @@ impl App {
                     self.search.query.pop();
                     return self.refresh_search();
                 }
-                KeyCode::Char('n') | KeyCode::Char('j') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                KeyCode::Char('n') | KeyCode::Char('j')
+                    if k.modifiers.contains(KeyModifiers::CONTROL) =>
+                {
                     return self.update(Action::Down)
                 }
-                KeyCode::Char('p') | KeyCode::Char('k') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                KeyCode::Char('p') | KeyCode::Char('k')
+                    if k.modifiers.contains(KeyModifiers::CONTROL) =>
+                {
                     return self.update(Action::Up)
                 }
                 KeyCode::Char('d') if k.modifiers.contains(KeyModifiers::CONTROL) => {
@@ -571,7 +602,9 @@ impl App {
         w.sel = 0;
         w.override_open = false;
         w.fact_input = None;
-        let Some(n) = w.walk.node().cloned() else { return };
+        let Some(n) = w.walk.node().cloned() else {
+            return;
+        };
         match n.kind {
             NodeKind::Numeric => match n.probe.clone() {
                 Some(p) if attached => {
@@ -628,15 +661,30 @@ impl App {
                 .quick_filter(q, 50)
                 .into_iter()
                 .filter(|(id, _, _)| {
-                    self.search.domain.is_none() || self.cat.entry(id).map(|e| e.domain) == self.search.domain
+                    self.search.domain.is_none()
+                        || self.cat.entry(id).map(|e| e.domain) == self.search.domain
                 })
                 .map(|(id, _, idx)| {
-                    let title = self.cat.entry(&id).map(|e| e.title.clone()).unwrap_or_default();
+                    let title = self
+                        .cat
+                        .entry(&id)
+                        .map(|e| e.title.clone())
+                        .unwrap_or_default();
                     let text = format!("{id} {title}");
                     // char indices -> byte ranges
-                    let offs: Vec<(usize, usize)> = text.char_indices().map(|(b, c)| (b, b + c.len_utf8())).collect();
-                    let highlights = idx.into_iter().filter_map(|i| offs.get(i).copied()).collect();
-                    ResultRow { id, text, highlights }
+                    let offs: Vec<(usize, usize)> = text
+                        .char_indices()
+                        .map(|(b, c)| (b, b + c.len_utf8()))
+                        .collect();
+                    let highlights = idx
+                        .into_iter()
+                        .filter_map(|i| offs.get(i).copied())
+                        .collect();
+                    ResultRow {
+                        id,
+                        text,
+                        highlights,
+                    }
                 })
                 .collect();
         } else {
@@ -679,7 +727,10 @@ impl App {
     pub fn update(&mut self, a: Action) {
         if !matches!(a, Action::Up | Action::Down) {
             // Messages stay until the next deliberate action.
-            self.status = self.status.take().filter(|_| matches!(a, Action::Top | Action::Bottom));
+            self.status = self
+                .status
+                .take()
+                .filter(|_| matches!(a, Action::Top | Action::Bottom));
         }
         match a {
             Action::Quit => {
@@ -687,11 +738,16 @@ impl App {
                 return;
             }
             Action::Help => {
-                self.overlay = Overlay::Help { filter: String::new() };
+                self.overlay = Overlay::Help {
+                    filter: String::new(),
+                };
                 return;
             }
             Action::Palette => {
-                self.overlay = Overlay::Palette { input: String::new(), sel: 0 };
+                self.overlay = Overlay::Palette {
+                    input: String::new(),
+                    sel: 0,
+                };
                 return;
             }
             Action::Search => {
@@ -736,16 +792,19 @@ impl App {
         match a {
             Action::NextPane => self.home.pane = (self.home.pane + 1) % panes,
             Action::Back => {}
-            Action::Up | Action::Down | Action::Top | Action::Bottom | Action::PageUp | Action::PageDown => {
-                match self.home.pane {
-                    0 => Self::move_sel(&mut self.home.tree_sel, self.cat.trees.len(), a),
-                    1 => {
-                        let n = self.cat_entry_count();
-                        Self::move_sel(&mut self.home.cat_sel, n, a)
-                    }
-                    _ => Self::move_sel(&mut self.home.finding_sel, self.run.findings.len(), a),
+            Action::Up
+            | Action::Down
+            | Action::Top
+            | Action::Bottom
+            | Action::PageUp
+            | Action::PageDown => match self.home.pane {
+                0 => Self::move_sel(&mut self.home.tree_sel, self.cat.trees.len(), a),
+                1 => {
+                    let n = self.cat_entry_count();
+                    Self::move_sel(&mut self.home.cat_sel, n, a)
                 }
-            }
+                _ => Self::move_sel(&mut self.home.finding_sel, self.run.findings.len(), a),
+            },
             Action::Select => match self.home.pane {
                 0 => {
                     if let Some(t) = self.cat.trees.get(self.home.tree_sel) {
@@ -759,7 +818,12 @@ impl App {
                     }
                 }
                 _ => {
-                    if let Some(id) = self.run.findings.get(self.home.finding_sel).map(|f| f.id.clone()) {
+                    if let Some(id) = self
+                        .run
+                        .findings
+                        .get(self.home.finding_sel)
+                        .map(|f| f.id.clone())
+                    {
                         self.open_entry(&id);
                     }
                 }
@@ -783,7 +847,12 @@ impl App {
         match a {
             Action::Back => self.back(),
             Action::Select => {
-                if let Some(id) = self.search.results.get(self.search.sel).map(|r| r.id.clone()) {
+                if let Some(id) = self
+                    .search
+                    .results
+                    .get(self.search.sel)
+                    .map(|r| r.id.clone())
+                {
                     self.open_entry(&id);
                 }
             }
@@ -795,7 +864,11 @@ impl App {
                 let all = Domain::ALL;
                 self.search.domain = match self.search.domain {
                     None => Some(all[0]),
-                    Some(d) => all.iter().position(|x| *x == d).and_then(|i| all.get(i + 1)).copied(),
+                    Some(d) => all
+                        .iter()
+                        .position(|x| *x == d)
+                        .and_then(|i| all.get(i + 1))
+                        .copied(),
                 };
                 self.refresh_search();
             }
@@ -808,7 +881,11 @@ impl App {
         match a {
             Action::Back => self.back(),
             Action::NextPane => {
-                self.entry.pane = if self.entry.pane == 0 && !links.is_empty() { 1 } else { 0 };
+                self.entry.pane = if self.entry.pane == 0 && !links.is_empty() {
+                    1
+                } else {
+                    0
+                };
             }
             Action::Select => {
                 if self.entry.pane == 1 {
@@ -827,11 +904,18 @@ impl App {
                     self.set_status(format!("{} {id}", S::NO_PROBE_FOR), true);
                 } else {
                     self.entry.checked = None;
-                    self.submit(JobKind::EntryCheck { entry: id.to_string() });
+                    self.submit(JobKind::EntryCheck {
+                        entry: id.to_string(),
+                    });
                     self.set_status(format!("{} {id}…", S::CHECKING), false);
                 }
             }
-            Action::Up | Action::Down | Action::Top | Action::Bottom | Action::PageUp | Action::PageDown => {
+            Action::Up
+            | Action::Down
+            | Action::Top
+            | Action::Bottom
+            | Action::PageUp
+            | Action::PageDown => {
                 if self.entry.pane == 1 {
                     Self::move_sel(&mut self.entry.link_sel, links.len(), a);
                 } else {
@@ -880,14 +964,22 @@ impl App {
                     self.back();
                 }
             }
-            Action::Up | Action::Down | Action::Top | Action::Bottom | Action::PageUp | Action::PageDown => {
-                Self::move_sel(&mut w.sel, n_choices, a)
-            }
+            Action::Up
+            | Action::Down
+            | Action::Top
+            | Action::Bottom
+            | Action::PageUp
+            | Action::PageDown => Self::move_sel(&mut w.sel, n_choices, a),
             Action::Override if !w.walk.is_leaf() => {
                 w.override_open = !w.override_open;
                 // Start the override list at the proposed branch.
                 if let Some(p) = &w.walk.proposal {
-                    w.sel = w.walk.choices().iter().position(|(l, _)| *l == p.answer).unwrap_or(0);
+                    w.sel = w
+                        .walk
+                        .choices()
+                        .iter()
+                        .position(|(l, _)| *l == p.answer)
+                        .unwrap_or(0);
                 }
             }
             Action::Select => {
@@ -921,12 +1013,8 @@ impl App {
             }
             Action::ExportMd => self.export(Format::Markdown, None),
             Action::ExportJson => self.export(Format::Json, None),
-            Action::Check => {
-                // Re-ask the probe of this node.
-                if w.job.is_none() {
-                    self.enter_node();
-                }
-            }
+            // Re-ask the probe of this node.
+            Action::Check if w.job.is_none() => self.enter_node(),
             _ => {}
         }
     }
@@ -955,17 +1043,32 @@ impl App {
         let content = match fmt {
             Format::Markdown => export::to_markdown(&self.cat, &w.walk, run.as_deref()),
             Format::Json => {
-                serde_json::to_string_pretty(&export::to_json(&self.cat, &w.walk, run.as_deref())).unwrap_or_default() + "\n"
+                serde_json::to_string_pretty(&export::to_json(&self.cat, &w.walk, run.as_deref()))
+                    .unwrap_or_default()
+                    + "\n"
             }
         };
         let (dir, stem, ext) = match target {
             Some(p) => {
-                let p = if p.is_relative() { self.export_dir.join(p) } else { p };
+                let p = if p.is_relative() {
+                    self.export_dir.join(p)
+                } else {
+                    p
+                };
                 export::split_target(&p, fmt)
             }
-            None => (self.export_dir.clone(), format!("mltriage-walk-{}", w.walk.tree.id), fmt.ext().to_string()),
+            None => (
+                self.export_dir.clone(),
+                format!("mltriage-walk-{}", w.walk.tree.id),
+                fmt.ext().to_string(),
+            ),
         };
-        self.effects.push(Effect::Write { dir, stem, ext, content });
+        self.effects.push(Effect::Write {
+            dir,
+            stem,
+            ext,
+            content,
+        });
     }
 
     /// Execute a `:` command line.
@@ -1005,7 +1108,11 @@ impl App {
             "check" => self.request_check(),
             "run" => self.go(Screen::Run),
             "home" => self.go(Screen::Home),
-            "help" => self.overlay = Overlay::Help { filter: String::new() },
+            "help" => {
+                self.overlay = Overlay::Help {
+                    filter: String::new(),
+                }
+            }
             other => self.set_status(format!("{} {other:?}", S::UNKNOWN_COMMAND), true),
         }
     }
@@ -1018,12 +1125,23 @@ pub fn palette_completions(cat: &Catalog, input: &str) -> Vec<String> {
         all.push(format!("walk {}", t.id));
     }
     for c in [
-        "export md", "export json", "search ", "show ", "fact key=value", "check", "run", "home", "help", "quit",
+        "export md",
+        "export json",
+        "search ",
+        "show ",
+        "fact key=value",
+        "check",
+        "run",
+        "home",
+        "help",
+        "quit",
     ] {
         all.push(c.to_string());
     }
     let q = input.trim_start().to_ascii_lowercase();
-    all.into_iter().filter(|c| c.starts_with(&q) || q.is_empty()).collect()
+    all.into_iter()
+        .filter(|c| c.starts_with(&q) || q.is_empty())
+        .collect()
 }
 
 /// Drives an [`App`] synchronously: keys in, effects performed inline with an injected
@@ -1055,8 +1173,14 @@ impl Headless {
                         }
                     }
                     Effect::Cancel => {}
-                    Effect::Write { dir, stem, ext, content } => {
-                        let r = export::write_unique(&dir, &stem, &ext, &content).map_err(|e| e.to_string());
+                    Effect::Write {
+                        dir,
+                        stem,
+                        ext,
+                        content,
+                    } => {
+                        let r = export::write_unique(&dir, &stem, &ext, &content)
+                            .map_err(|e| e.to_string());
                         self.app.on_written(r);
                     }
                 }
@@ -1065,13 +1189,17 @@ impl Headless {
     }
 
     pub fn key(&mut self, code: KeyCode) -> &mut Self {
-        self.app.on_event(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+        self.app
+            .on_event(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
         self.settle();
         self
     }
 
     pub fn ctrl(&mut self, c: char) -> &mut Self {
-        self.app.on_event(Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)));
+        self.app.on_event(Event::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::CONTROL,
+        )));
         self.settle();
         self
     }

@@ -231,7 +231,14 @@ impl Walk {
         true
     }
 
-    fn advance(&mut self, cat: &Catalog, answer: String, measured: String, source: Source, next: String) {
+    fn advance(
+        &mut self,
+        cat: &Catalog,
+        answer: String,
+        measured: String,
+        source: Source,
+        next: String,
+    ) {
         let q = self.node().map(|n| question(cat, n)).unwrap_or_default();
         self.path.push(Step {
             id: self.current.clone(),

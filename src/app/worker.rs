@@ -66,7 +66,7 @@ pub struct RunSummary {
 
 #[derive(Debug, Clone)]
 pub enum JobOutput {
-    Attached(RunSummary, Vec<Finding>),
+    Attached(Box<RunSummary>, Vec<Finding>),
     Findings(Vec<Finding>),
     Cancelled,
     Failed(String),
@@ -103,7 +103,10 @@ impl LiveRunner {
 
     fn ensure_run(&mut self) -> Result<&Run, String> {
         if self.run.is_none() {
-            let p = self.path.as_ref().ok_or_else(|| "no run attached".to_string())?;
+            let p = self
+                .path
+                .as_ref()
+                .ok_or_else(|| "no run attached".to_string())?;
             let run = Run::discover(p).map_err(|e| e.to_string())?;
             self.run = Some(run);
         }
@@ -150,7 +153,10 @@ pub fn not_implemented(cat: &Catalog, probe: &str) -> Finding {
         .and_then(|p| p.entries.first().cloned())
         .unwrap_or_default();
     Finding {
-        title: cat.entry(&entry).map(|e| e.title.clone()).unwrap_or_default(),
+        title: cat
+            .entry(&entry)
+            .map(|e| e.title.clone())
+            .unwrap_or_default(),
         id: entry,
         status: Status::Skip,
         probe: probe.to_string(),
@@ -176,11 +182,7 @@ fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
         .map(|s| SeriesView {
             name: s.name.clone(),
             tag: s.tag.clone(),
-            points: s
-                .points
-                .iter()
-                .map(|p| (p.step as f64, p.value))
-                .collect(),
+            points: s.points.iter().map(|p| (p.step as f64, p.value)).collect(),
         })
         .collect();
     let mut problems = run.problems();
@@ -215,16 +217,23 @@ impl ProbeRunner for LiveRunner {
                 let device = self.compute().label;
                 let summary = summarize(self.run.as_ref().expect("attached"), &job.facts, &device);
                 let findings = match self.probes(&all, &job.facts, progress, cancel) {
-                    Ok(f) => f.into_iter().filter(|f| f.message != "probe not implemented yet").collect(),
+                    Ok(f) => f
+                        .into_iter()
+                        .filter(|f| f.message != "probe not implemented yet")
+                        .collect(),
                     Err(JobOutput::Cancelled) => Vec::new(),
                     Err(e) => return e,
                 };
-                return JobOutput::Attached(summary, findings);
+                return JobOutput::Attached(Box::new(summary), findings);
             }
-            JobKind::Check => self
-                .probes(&all, &job.facts, progress, cancel)
-                .map(|f| f.into_iter().filter(|f| f.message != "probe not implemented yet").collect()),
-            JobKind::Probe { probe } => self.probes(std::slice::from_ref(probe), &job.facts, progress, cancel),
+            JobKind::Check => self.probes(&all, &job.facts, progress, cancel).map(|f| {
+                f.into_iter()
+                    .filter(|f| f.message != "probe not implemented yet")
+                    .collect()
+            }),
+            JobKind::Probe { probe } => {
+                self.probes(std::slice::from_ref(probe), &job.facts, progress, cancel)
+            }
             JobKind::EntryCheck { entry } => {
                 let ids: Vec<String> = self
                     .cat

@@ -199,3 +199,13 @@ mod tests {
         assert_eq!(raw.entries[1].origin.line, 8);
     }
 }
+
+/// Fuzz entry: arbitrary bytes as a playbook file, then lint what parsed. Never panics.
+pub fn fuzz_yaml(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let mut raw = RawPlaybook::default();
+    if parse_file(Path::new("fuzz.yaml"), text, &mut raw).is_ok() {
+        let cat = super::Catalog::from_raw(raw);
+        let _ = super::lint::lint(&cat, &super::lint::LintOptions { implemented: &[], complete: false });
+    }
+}

@@ -42,7 +42,10 @@ pub fn entry_lines(app: &App, e: &Entry, at_fix: bool) -> Vec<Line<'static>> {
     if !e.knobs.is_empty() {
         lines.push(Line::styled(S::KNOBS, t.heading()));
         for k in &e.knobs {
-            lines.push(Line::from(vec![Span::raw("  "), Span::styled(k.clone(), t.knob())]));
+            lines.push(Line::from(vec![
+                Span::raw("  "),
+                Span::styled(k.clone(), t.knob()),
+            ]));
         }
         lines.push(Line::raw(""));
     }
@@ -87,7 +90,10 @@ pub fn entry_lines(app: &App, e: &Entry, at_fix: bool) -> Vec<Line<'static>> {
         lines.push(Line::raw(""));
     }
     if let Some(src) = &e.source {
-        lines.push(Line::styled(format!("{} — {} ({})", src.author, src.title, src.url), t.dim()));
+        lines.push(Line::styled(
+            format!("{} — {} ({})", src.author, src.title, src.url),
+            t.dim(),
+        ));
     }
     lines
 }
@@ -97,8 +103,13 @@ pub fn render(app: &App, id: &str, area: Rect, buf: &mut Buffer) {
     let Some(e) = app.cat.entry(id) else { return };
     let links = app.see_also(id);
     let probes: Vec<String> = app.cat.probes_for_entry(id).map(|p| p.id.clone()).collect();
-    let side_w = if links.is_empty() && probes.is_empty() { 0 } else { (area.width / 4).clamp(14, 24) };
-    let [main, side] = Layout::horizontal([Constraint::Min(20), Constraint::Length(side_w)]).areas(area);
+    let side_w = if links.is_empty() && probes.is_empty() {
+        0
+    } else {
+        (area.width / 4).clamp(14, 24)
+    };
+    let [main, side] =
+        Layout::horizontal([Constraint::Min(20), Constraint::Length(side_w)]).areas(area);
 
     let title = format!("{}  {}  [{}]", e.id, e.title, e.domain.label());
     let block = pane(app, &title, app.entry.pane == 0);
@@ -118,7 +129,11 @@ pub fn render(app: &App, id: &str, area: Rect, buf: &mut Buffer) {
             .enumerate()
             .map(|(i, l)| {
                 let sel = focused && i == app.entry.link_sel;
-                let title = app.cat.entry(l).map(|e| e.title.clone()).unwrap_or_default();
+                let title = app
+                    .cat
+                    .entry(l)
+                    .map(|e| e.title.clone())
+                    .unwrap_or_default();
                 let line = Line::from(vec![
                     Span::raw(if sel { t.pointer() } else { " " }),
                     Span::styled(format!("{l:<5} "), t.key()),

@@ -12,7 +12,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let k = |a: Action| app.keymap.key_for(a);
     let items: Vec<(String, &str)> = match (&app.overlay, &app.screen) {
         (Overlay::Help { .. }, _) => vec![("type".into(), "filter"), ("Esc".into(), "close")],
-        (Overlay::Palette { .. }, _) => vec![("Tab".into(), "complete"), ("Enter".into(), "run"), ("Esc".into(), "close")],
+        (Overlay::Palette { .. }, _) => vec![
+            ("Tab".into(), "complete"),
+            ("Enter".into(), "run"),
+            ("Esc".into(), "close"),
+        ],
         (_, Screen::Home) => vec![
             (k(Action::Search), "search"),
             (k(Action::Select), "open"),

@@ -14,12 +14,24 @@ pub fn help_rows(app: &App, filter: &str) -> Vec<(String, String)> {
     let mut rows: Vec<(String, String)> = vec![("ctrl-c".into(), "quit, always".into())];
     for (a, name) in Action::ALL {
         let keys = app.keymap.keys_for(a);
-        let keys = if keys.is_empty() { format!("({name})") } else { keys.join(" ") };
+        let keys = if keys.is_empty() {
+            format!("({name})")
+        } else {
+            keys.join(" ")
+        };
         rows.push((keys, S::action_help(name).to_string()));
     }
-    rows.push(("1-9".into(), "walk: pick a branch / option by number".into()));
-    rows.push(("typing".into(), "search: query; Tab fuzzy; ctrl-d domain; ↑↓ move".into()));
-    rows.retain(|(k, d)| f.is_empty() || k.to_lowercase().contains(&f) || d.to_lowercase().contains(&f));
+    rows.push((
+        "1-9".into(),
+        "walk: pick a branch / option by number".into(),
+    ));
+    rows.push((
+        "typing".into(),
+        "search: query; Tab fuzzy; ctrl-d domain; ↑↓ move".into(),
+    ));
+    rows.retain(|(k, d)| {
+        f.is_empty() || k.to_lowercase().contains(&f) || d.to_lowercase().contains(&f)
+    });
     rows
 }
 
@@ -30,13 +42,23 @@ pub fn render(app: &App, filter: &str, area: Rect, buf: &mut Buffer) {
     let h = area.height.saturating_sub(2).min(rows.len() as u16 + 4);
     let r = centered(area, w, h);
     Clear.render(r, buf);
-    let title = format!("{} — {}: {}_  (Esc closes)", S::HELP, S::HELP_FILTER, filter);
+    let title = format!(
+        "{} — {}: {}_  (Esc closes)",
+        S::HELP,
+        S::HELP_FILTER,
+        filter
+    );
     let block = pane(app, &title, true);
     let inner = block.inner(r);
     block.render(r, buf);
     let lines: Vec<Line> = rows
         .into_iter()
-        .map(|(k, d)| Line::from(vec![Span::styled(format!("{k:<16}"), t.key()), Span::raw(d)]))
+        .map(|(k, d)| {
+            Line::from(vec![
+                Span::styled(format!("{k:<16}"), t.key()),
+                Span::raw(d),
+            ])
+        })
         .collect();
     Paragraph::new(lines).render(inner, buf);
 }

@@ -14,7 +14,9 @@ use crate::findings::Finding;
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let attached = app.run.attached.is_some();
     let findings_h = if attached {
-        (app.run.findings.len() as u16 + 2).clamp(3, 8).min(area.height / 3)
+        (app.run.findings.len() as u16 + 2)
+            .clamp(3, 8)
+            .min(area.height / 3)
     } else {
         0
     };
@@ -47,23 +49,29 @@ fn summary_line(app: &App, area: Rect, buf: &mut Buffer) {
             Line::from(vec![Span::raw(format!("{}  ", p.display())), what])
         }
         (Some(_), Some(s)) => {
-            let count = |st| app.run.findings.iter().filter(|f: &&Finding| f.status == st).count();
+            let count = |st| {
+                app.run
+                    .findings
+                    .iter()
+                    .filter(|f: &&Finding| f.status == st)
+                    .count()
+            };
             use mltriage_probes::probe::Status;
-            let mut spans = vec![
-                Span::styled(s.root.clone(), t.title()),
-                Span::raw(format!(
-                    "  {} artifacts · {} checkpoints · steps ≤ {} · {} series · {}",
-                    s.artifacts,
-                    s.checkpoints.len(),
-                    s.max_step.map(|m| m.to_string()).unwrap_or_else(|| "?".into()),
-                    s.series.len(),
-                    s.device
-                )),
-            ];
+            let mut spans = vec![Span::styled(s.root.clone(), t.title())];
             for st in [Status::Fail, Status::Warn, Status::Pass] {
                 let (m, style) = t.mark(st);
                 spans.push(Span::styled(format!("  {m} {} {st}", count(st)), style));
             }
+            spans.push(Span::raw(format!(
+                "  · {} artifacts · {} checkpoints · steps ≤ {} · {} series · {}",
+                s.artifacts,
+                s.checkpoints.len(),
+                s.max_step
+                    .map(|m| m.to_string())
+                    .unwrap_or_else(|| "?".into()),
+                s.series.len(),
+                s.device
+            )));
             Line::from(spans)
         }
     };
@@ -83,7 +91,11 @@ pub fn findings_pane(app: &App, focused: bool, area: Rect, buf: &mut Buffer) {
     block.render(area, buf);
     let lines: Vec<Line> = if app.run.findings.is_empty() {
         vec![Line::styled(
-            if app.run.loading { S::LOADING_RUN } else { S::NO_FINDINGS },
+            if app.run.loading {
+                S::LOADING_RUN
+            } else {
+                S::NO_FINDINGS
+            },
             t.dim(),
         )]
     } else {
@@ -96,12 +108,20 @@ pub fn findings_pane(app: &App, focused: bool, area: Rect, buf: &mut Buffer) {
             .map(|(i, f)| {
                 let (m, st) = t.mark(f.status);
                 let mut l = Line::from(vec![
-                    Span::raw(if focused && i == sel { t.pointer() } else { " " }),
+                    Span::raw(if focused && i == sel {
+                        t.pointer()
+                    } else {
+                        " "
+                    }),
                     Span::styled(format!("{m} {:<4} ", f.status.as_str()), st),
                     Span::styled(format!("{:<6}", f.id), t.key()),
                     Span::raw(format!("{}  ", f.title)),
                     Span::styled(
-                        if f.measured.is_empty() { f.message.clone() } else { format!("{} ({})", f.measured, f.message) },
+                        if f.measured.is_empty() {
+                            f.message.clone()
+                        } else {
+                            format!("{} ({})", f.measured, f.message)
+                        },
                         t.dim(),
                     ),
                 ]);
@@ -171,7 +191,9 @@ fn catalog_pane(app: &App, area: Rect, buf: &mut Buffer) {
         .skip(skip)
         .take(inner.height as usize)
         .map(|(r, row)| match row {
-            CatRow::Domain(d) => Line::styled(format!("{} ({})", d.label(), d.as_str()), t.heading()),
+            CatRow::Domain(d) => {
+                Line::styled(format!("{} ({})", d.label(), d.as_str()), t.heading())
+            }
             CatRow::Entry(i) => {
                 let e = &app.cat.entries[*i];
                 let sel = r == sel_row;

@@ -50,7 +50,11 @@ impl Widget for &App {
                 Screen::Run => run::render(self, body, buf),
             }
             if let Some((msg, err)) = &self.status {
-                let st = if *err { self.theme.error() } else { Style::new() };
+                let st = if *err {
+                    self.theme.error()
+                } else {
+                    Style::new()
+                };
                 let mark = if *err { "✗ " } else { "" };
                 Line::from(vec![Span::styled(mark, st), Span::styled(msg.as_str(), st)])
                     .render(status, buf);
@@ -77,7 +81,10 @@ impl App {
             Screen::Entry(id) => id.clone(),
             Screen::Walk => format!(
                 "walk {}",
-                self.walk.as_ref().map(|w| w.walk.tree.id.as_str()).unwrap_or("")
+                self.walk
+                    .as_ref()
+                    .map(|w| w.walk.tree.id.as_str())
+                    .unwrap_or("")
             ),
             Screen::Run => S::RUN.to_lowercase(),
         };
@@ -141,17 +148,30 @@ pub fn pane(app: &App, title: impl AsRef<str>, focused: bool) -> Block<'static> 
     Block::default()
         .borders(Borders::ALL)
         .border_style(t.border(focused))
-        .title(Span::styled(title, if focused { t.title() } else { Style::new() }))
+        .title(Span::styled(
+            title,
+            if focused { t.title() } else { Style::new() },
+        ))
 }
 
 /// A line of `text` with the byte ranges in `hl` emphasised.
-pub fn highlighted(text: &str, hl: &[(usize, usize)], base: Style, emph: Style) -> Vec<Span<'static>> {
+pub fn highlighted(
+    text: &str,
+    hl: &[(usize, usize)],
+    base: Style,
+    emph: Style,
+) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     let mut at = 0;
     let mut ranges = hl.to_vec();
     ranges.sort();
     for (a, b) in ranges {
-        if a < at || b > text.len() || a >= b || !text.is_char_boundary(a) || !text.is_char_boundary(b) {
+        if a < at
+            || b > text.len()
+            || a >= b
+            || !text.is_char_boundary(a)
+            || !text.is_char_boundary(b)
+        {
             continue;
         }
         if a > at {

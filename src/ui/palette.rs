@@ -12,11 +12,22 @@ use crate::app::{palette_completions, App};
 pub fn render(app: &App, input: &str, sel: usize, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let comps = palette_completions(&app.cat, input);
-    let list_h = (comps.len() as u16).min(area.height.saturating_sub(3) / 2).min(8);
+    let list_h = (comps.len() as u16)
+        .min(area.height.saturating_sub(3) / 2)
+        .min(8);
     let h = list_h + 3;
-    let r = Rect::new(area.x, area.bottom().saturating_sub(h), area.width, h.min(area.height));
+    let r = Rect::new(
+        area.x,
+        area.bottom().saturating_sub(h),
+        area.width,
+        h.min(area.height),
+    );
     Clear.render(r, buf);
-    let block = pane(app, &format!("{} (Tab completes, Enter runs, Esc closes)", S::PALETTE), true);
+    let block = pane(
+        app,
+        format!("{} (Tab completes, Enter runs, Esc closes)", S::PALETTE),
+        true,
+    );
     let inner = block.inner(r);
     block.render(r, buf);
     let sel = sel.min(comps.len().saturating_sub(1));

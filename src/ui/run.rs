@@ -37,7 +37,10 @@ fn band(app: &App, metric: &str) -> Option<(f64, f64, String)> {
             "first-step band".into(),
         )),
         "loss" => {
-            let v = app.all_facts().f64("vocab_size").or_else(|| app.all_facts().f64("num_classes"))?;
+            let v = app
+                .all_facts()
+                .f64("vocab_size")
+                .or_else(|| app.all_facts().f64("num_classes"))?;
             let l = v.max(2.0).ln();
             Some((l - 0.5, l + 0.5, format!("ln V = {l:.2} ± 0.5")))
         }
@@ -73,11 +76,19 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
         Line::styled(S::NO_SERIES, t.dim()).render(inner, buf);
         return;
     };
-    let data: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.1.is_finite()).collect();
+    let data: Vec<(f64, f64)> = s
+        .points
+        .iter()
+        .copied()
+        .filter(|p| p.1.is_finite())
+        .collect();
     let nonfinite = s.points.len() - data.len();
     let (x0, x1) = (
         data.first().map(|p| p.0).unwrap_or(0.0),
-        data.last().map(|p| p.0).unwrap_or(1.0).max(data.first().map(|p| p.0 + 1.0).unwrap_or(1.0)),
+        data.last()
+            .map(|p| p.0)
+            .unwrap_or(1.0)
+            .max(data.first().map(|p| p.0 + 1.0).unwrap_or(1.0)),
     );
     let mut y0 = data.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let mut y1 = data.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
@@ -89,15 +100,18 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
     if !y0.is_finite() || !y1.is_finite() {
         (y0, y1) = (0.0, 1.0);
     }
-    if y1 - y0 < 1e-12 {
-        y1 = y0 + y0.abs().max(1.0) * 0.1;
-        y0 -= y0.abs().max(1.0) * 0.1;
+    if y1 - y0 <= y0.abs() * 1e-9 {
+        let pad = if y0 == 0.0 { 1.0 } else { y0.abs() * 0.1 };
+        y1 = y0 + pad;
+        y0 -= pad;
     }
     // Anomalies: steps named by failing/warning findings of this chart's probes, and
     // points outside the band.
     let mut anomalies: Vec<(f64, f64)> = Vec::new();
     for f in &app.run.findings {
-        if !matches!(f.status, Status::Fail | Status::Warn) || !probes.iter().any(|p| f.probe.starts_with(p)) {
+        if !matches!(f.status, Status::Fail | Status::Warn)
+            || !probes.iter().any(|p| f.probe.starts_with(p))
+        {
             continue;
         }
         for ev in &f.evidence {
@@ -110,7 +124,11 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
     }
     if let Some((lo, hi, _)) = &band {
         if metric == "grad_norm" {
-            anomalies.extend(data.iter().filter(|p| p.1 > *hi * 10.0 || p.1 < *lo / 10.0).take(50));
+            anomalies.extend(
+                data.iter()
+                    .filter(|p| p.1 > *hi * 10.0 || p.1 < *lo / 10.0)
+                    .take(50),
+            );
         }
     }
     let band_lines: Vec<[(f64, f64); 2]> = band
@@ -130,7 +148,11 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
             .style(t.band())
             .data(l);
         datasets.push(if i == 0 {
-            ds.name(format!("{} {}", S::BAND, band.as_ref().map(|b| b.2.as_str()).unwrap_or("")))
+            ds.name(format!(
+                "{} {}",
+                S::BAND,
+                band.as_ref().map(|b| b.2.as_str()).unwrap_or("")
+            ))
         } else {
             ds
         });
@@ -149,14 +171,23 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
     if nonfinite > 0 {
         title.push_str(&format!(", ✗ {nonfinite} non-finite"));
     }
+    if let Some(a) = anomalies.first() {
+        title.push_str(&format!(", █ {} at step {}", S::ANOMALY, a.0));
+    }
     title.push(')');
     let block = pane(app, &title, false);
+    // Small charts drop the x labels to keep room for the curve.
+    let x_labels = if area.height >= 8 {
+        vec![Span::raw(fmt(x0)), Span::raw(fmt(x1))]
+    } else {
+        Vec::new()
+    };
     Chart::new(datasets)
         .block(block)
         .x_axis(
             Axis::default()
                 .bounds([x0, x1])
-                .labels([Span::raw(fmt(x0)), Span::raw(fmt(x1))])
+                .labels(x_labels)
                 .style(t.dim()),
         )
         .y_axis(
@@ -178,10 +209,22 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         Paragraph::new(Line::styled(S::NO_RUN_ATTACHED, t.dim())).render(inner, buf);
         return;
     }
-    let findings_w = if area.width >= 100 { area.width * 2 / 5 } else { 0 };
-    let findings_h = if findings_w == 0 { (area.height / 3).max(3) } else { 0 };
-    let [left, right] = Layout::horizontal([Constraint::Min(20), Constraint::Length(findings_w)]).areas(area);
-    let [charts, below] = Layout::vertical([Constraint::Min(3), Constraint::Length(findings_h)]).areas(left);
+    let findings_w = if area.width >= 100 {
+        area.width * 2 / 5
+    } else {
+        0
+    };
+    let findings_h = if findings_w == 0 {
+        (app.run.findings.len() as u16 + 2)
+            .clamp(3, 6)
+            .min(area.height / 4)
+    } else {
+        0
+    };
+    let [left, right] =
+        Layout::horizontal([Constraint::Min(20), Constraint::Length(findings_w)]).areas(area);
+    let [charts, below] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(findings_h)]).areas(left);
     let rows = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(charts);
     for (i, (m, title, probes)) in CHARTS.iter().enumerate() {
         chart(app, m, title, probes, rows[i], buf);

@@ -13,7 +13,8 @@ use crate::app::App;
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let s = &app.search;
-    let [input, results] = Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(area);
+    let [input, results] =
+        Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(area);
     let mode = if s.fuzzy { S::MODE_FUZZY } else { S::MODE_TEXT };
     let domain = s.domain.map(|d| d.as_str()).unwrap_or(S::ALL_DOMAINS);
     let title = format!("{} [{mode} · {domain}]", S::SEARCH);
@@ -21,7 +22,10 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(input);
     block.render(input, buf);
     let query_line = if s.query.is_empty() {
-        Line::from(vec![Span::styled("/ ", t.key()), Span::styled(S::SEARCH_HINT, t.dim())])
+        Line::from(vec![
+            Span::styled("/ ", t.key()),
+            Span::styled(S::SEARCH_HINT, t.dim()),
+        ])
     } else {
         Line::from(vec![
             Span::styled("/ ", t.key()),
@@ -31,7 +35,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     };
     query_line.render(inner, buf);
 
-    let block = pane(app, &format!("{} ({})", S::RESULTS, s.results.len()), false);
+    let block = pane(app, format!("{} ({})", S::RESULTS, s.results.len()), false);
     let inner = block.inner(results);
     block.render(results, buf);
     if let Some(e) = &s.error {
@@ -51,11 +55,18 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let mut lines = Vec::new();
     for (i, r) in s.results.iter().enumerate().skip(skip).take(visible) {
         let sel = i == s.sel;
-        let Some(e) = app.cat.entry(&r.id) else { continue };
+        let Some(e) = app.cat.entry(&r.id) else {
+            continue;
+        };
         let ptr = Span::raw(if sel { t.pointer() } else { " " });
         if s.fuzzy {
             let mut spans = vec![ptr];
-            spans.extend(highlighted(&r.text, &r.highlights, Style::new(), t.highlight()));
+            spans.extend(highlighted(
+                &r.text,
+                &r.highlights,
+                Style::new(),
+                t.highlight(),
+            ));
             spans.push(Span::styled(format!("  [{}]", e.domain), t.dim()));
             let l = Line::from(spans);
             lines.push(if sel { l.style(t.selected()) } else { l });

@@ -8,7 +8,8 @@ pub const TOO_SMALL_NEED: &str = "need at least 40×10";
 pub const TREES: &str = "Trees";
 pub const CATALOG: &str = "Catalog";
 pub const FINDINGS: &str = "Findings";
-pub const NO_RUN_ATTACHED: &str = "no run attached — start with `mltriage RUN` to let probes answer";
+pub const NO_RUN_ATTACHED: &str =
+    "no run attached — start with `mltriage RUN` to let probes answer";
 pub const LOADING_RUN: &str = "reading the run…";
 pub const NO_FINDINGS: &str = "no findings (no implemented probe had anything to say)";
 
@@ -41,7 +42,8 @@ pub const ANSWER: &str = "answer";
 pub const LEADS_TO: &str = "→";
 pub const PICK_BRANCH: &str = "Pick a branch";
 pub const PICK_OPTION: &str = "What matches?";
-pub const FACT_PROMPT: &str = "This node needs a fact the run does not state. Type its value, Enter:";
+pub const FACT_PROMPT: &str =
+    "This node needs a fact the run does not state. Type its value, Enter:";
 pub const CONCLUSION: &str = "Conclusion";
 pub const CONFIRM_HINT: &str = "Enter confirm · o override · b back";
 

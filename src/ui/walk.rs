@@ -34,7 +34,10 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let width = crumb.width as usize;
     let n = crumbs.chars().count();
     if n > width && width > 1 {
-        crumbs = format!("…{}", crumbs.chars().skip(n - width + 1).collect::<String>());
+        crumbs = format!(
+            "…{}",
+            crumbs.chars().skip(n - width + 1).collect::<String>()
+        );
     }
     Line::styled(crumbs, t.dim()).render(crumb, buf);
 
@@ -50,7 +53,9 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let entry = node.entry.as_deref().and_then(|e| app.cat.entry(e));
     let mut lines: Vec<Line> = Vec::new();
     if node.kind == NodeKind::Leaf {
-        let (id, title) = entry.map(|e| (e.id.clone(), e.title.clone())).unwrap_or_default();
+        let (id, title) = entry
+            .map(|e| (e.id.clone(), e.title.clone()))
+            .unwrap_or_default();
         lines.push(Line::from(vec![
             Span::styled(format!("{}: ", S::CONCLUSION), t.heading()),
             Span::styled(format!("{id} "), t.key()),
@@ -65,7 +70,9 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             let hl = find_words(&e.fix, &e.knobs);
             lines.push(Line::from(highlighted(&e.fix, &hl, Style::new(), t.knob())));
         }
-        Paragraph::new(lines).wrap(Wrap { trim: false }).render(inner, buf);
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .render(inner, buf);
         return;
     }
 
@@ -99,14 +106,21 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 spans.push(Span::raw(format!("{} {}", S::MEASURED, p.measured)));
             }
             if !p.expected.is_empty() {
-                spans.push(Span::styled(format!("  {} {}", S::EXPECTED, p.expected), t.dim()));
+                spans.push(Span::styled(
+                    format!("  {} {}", S::EXPECTED, p.expected),
+                    t.dim(),
+                ));
             }
             spans.push(Span::styled(format!("  ({})", p.source.as_str()), t.dim()));
             lines.push(Line::from(spans));
             if !p.message.is_empty() {
                 lines.push(Line::styled(p.message.clone(), t.dim()));
             }
-            let next = if p.next.is_empty() { "—".to_string() } else { p.next.clone() };
+            let next = if p.next.is_empty() {
+                "—".to_string()
+            } else {
+                p.next.clone()
+            };
             lines.push(Line::from(vec![
                 Span::styled(format!("{}: ", S::PROPOSED), t.heading()),
                 Span::styled(format!("{} {} {next}", p.answer, S::LEADS_TO), t.key()),
@@ -117,7 +131,10 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     if let Some(input) = &ws.fact_input {
         lines.push(Line::styled(S::FACT_PROMPT, t.heading()));
         lines.push(Line::from(vec![
-            Span::styled(format!("{} = ", node.fact.clone().unwrap_or_default()), t.key()),
+            Span::styled(
+                format!("{} = ", node.fact.clone().unwrap_or_default()),
+                t.key(),
+            ),
             Span::raw(input.clone()),
             Span::styled("_", t.selected()),
         ]));
@@ -125,7 +142,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let show_choices = node.kind == NodeKind::Choice || ws.override_open;
     if show_choices {
         lines.push(Line::styled(
-            if node.kind == NodeKind::Choice { S::PICK_OPTION } else { S::PICK_BRANCH },
+            if node.kind == NodeKind::Choice {
+                S::PICK_OPTION
+            } else {
+                S::PICK_BRANCH
+            },
             t.heading(),
         ));
         for (i, (label, next)) in w.choices().iter().enumerate() {
@@ -141,13 +162,20 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     }
 
     let gauge_h = u16::from(running.is_some()) * 2;
-    let [text, gauge] = Layout::vertical([Constraint::Min(1), Constraint::Length(gauge_h)]).areas(inner);
-    Paragraph::new(lines).wrap(Wrap { trim: false }).render(text, buf);
+    let [text, gauge] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(gauge_h)]).areas(inner);
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .render(text, buf);
     if let Some(j) = running {
         Gauge::default()
             .gauge_style(t.key())
             .percent(j.progress.min(100) as u16)
-            .label(format!("{} {}%  (Esc cancels)", S::PROBE_RUNNING, j.progress))
+            .label(format!(
+                "{} {}%  (Esc cancels)",
+                S::PROBE_RUNNING,
+                j.progress
+            ))
             .render(Rect { height: 1, ..gauge }, buf);
     }
 
@@ -167,7 +195,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 Span::styled(
                     format!(
                         "{}({})",
-                        if s.measured.is_empty() { String::new() } else { format!("{} ", s.measured) },
+                        if s.measured.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{} ", s.measured)
+                        },
                         s.source.as_str()
                     ),
                     t.dim(),

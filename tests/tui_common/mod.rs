@@ -77,18 +77,43 @@ pub struct ScriptedRunner {
 }
 
 impl ProbeRunner for ScriptedRunner {
-    fn run(&mut self, job: &JobRequest, progress: &mut dyn FnMut(u8), _cancel: &AtomicBool) -> JobOutput {
+    fn run(
+        &mut self,
+        job: &JobRequest,
+        progress: &mut dyn FnMut(u8),
+        _cancel: &AtomicBool,
+    ) -> JobOutput {
         progress(50);
         match &job.kind {
             JobKind::Attach => {
-                let loss: Vec<(f64, f64)> = (0..300).map(|i| (i as f64, 9.0 - (i as f64) / 100.0)).collect();
-                let gn: Vec<(f64, f64)> =
-                    (0..300).map(|i| (i as f64, if i == 120 { 400.0 } else { 1.0 + (i % 7) as f64 / 10.0 })).collect();
-                let lr: Vec<(f64, f64)> = (0..300).map(|i| (i as f64, 1e-3)).collect();
-                let series = [("loss", "train/loss", loss), ("grad_norm", "train/grad_norm", gn), ("learning_rate", "train/learning_rate", lr)]
-                    .into_iter()
-                    .map(|(n, t, p)| SeriesView { name: n.into(), tag: t.into(), points: p })
+                let loss: Vec<(f64, f64)> = (0..300)
+                    .map(|i| (i as f64, 9.0 - (i as f64) / 100.0))
                     .collect();
+                let gn: Vec<(f64, f64)> = (0..300)
+                    .map(|i| {
+                        (
+                            i as f64,
+                            if i == 120 {
+                                400.0
+                            } else {
+                                1.0 + (i % 7) as f64 / 10.0
+                            },
+                        )
+                    })
+                    .collect();
+                let lr: Vec<(f64, f64)> = (0..300).map(|i| (i as f64, 1e-3)).collect();
+                let series = [
+                    ("loss", "train/loss", loss),
+                    ("grad_norm", "train/grad_norm", gn),
+                    ("learning_rate", "train/learning_rate", lr),
+                ]
+                .into_iter()
+                .map(|(n, t, p)| SeriesView {
+                    name: n.into(),
+                    tag: t.into(),
+                    points: p,
+                })
+                .collect();
                 let summary = RunSummary {
                     root: "fixtures/scripted_run".into(),
                     artifacts: 7,
@@ -99,20 +124,39 @@ impl ProbeRunner for ScriptedRunner {
                     device: "cpu".into(),
                     ..Default::default()
                 };
-                JobOutput::Attached(summary, vec![finding("S1.1", "init_loss", Status::Fail, "high", "loss0 = 9.10", "6.24 ± 0.5")])
+                JobOutput::Attached(
+                    Box::new(summary),
+                    vec![finding(
+                        "S1.1",
+                        "init_loss",
+                        Status::Fail,
+                        "high",
+                        "loss0 = 9.10",
+                        "6.24 ± 0.5",
+                    )],
+                )
             }
             JobKind::Probe { probe } => match &self.probe_outcome {
-                Some((outcome, status, measured, expected)) => {
-                    JobOutput::Findings(vec![finding("S1.1", probe, *status, outcome, measured, expected)])
+                Some((outcome, status, measured, expected)) => JobOutput::Findings(vec![finding(
+                    "S1.1", probe, *status, outcome, measured, expected,
+                )]),
+                None => {
+                    JobOutput::Findings(vec![finding("S1.1", probe, Status::Skip, "skip", "", "")])
                 }
-                None => JobOutput::Findings(vec![finding("S1.1", probe, Status::Skip, "skip", "", "")]),
             },
             _ => JobOutput::Findings(Vec::new()),
         }
     }
 }
 
-pub fn finding(id: &str, probe: &str, status: Status, outcome: &str, measured: &str, expected: &str) -> Finding {
+pub fn finding(
+    id: &str,
+    probe: &str,
+    status: Status,
+    outcome: &str,
+    measured: &str,
+    expected: &str,
+) -> Finding {
     let cat = catalog();
     Finding {
         id: id.into(),

@@ -190,8 +190,11 @@ impl TensorFile {
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase())
             .unwrap_or_default();
-        let zipish = head.starts_with(b"PK") || head[0] == 0x80 || head.starts_with(&[0x8a, 0x0a]);
-        let safeish = n == 9 && head[8] == b'{';
+        // safetensors: u64 header length, then '{' (checked first: the length's low byte may
+        // well be 0x80, a pickle's first byte).
+        let safeish = n == 9 && head[8] == b'{' && !head.starts_with(b"PK");
+        let zipish = !safeish
+            && (head.starts_with(b"PK") || head[0] == 0x80 || head.starts_with(&[0x8a, 0x0a]));
         if zipish
             || (!safeish && matches!(ext.as_str(), "pt" | "pth" | "bin" | "ckpt" | "pkl" | "tar"))
         {

@@ -566,7 +566,9 @@ impl<'a> Vm<'a> {
             .collect()
     }
 
-    fn rebuild_tensor(&self, args: &[V]) -> Option<V> {
+    /// `_rebuild_tensor*(storage, offset, size, stride, …)`; with `as_dtype`, the storage is
+    /// reinterpreted (an untyped byte storage read as that dtype).
+    fn rebuild_tensor(&self, args: &[V], as_dtype: Option<DType>) -> Option<V> {
         let st = match args.first()? {
             V::Storage(s) => s.clone(),
             _ => return None,
@@ -580,10 +582,17 @@ impl<'a> Vm<'a> {
         if shape.len() != stride.len() {
             return None;
         }
+        let (dtype, storage_numel) = match as_dtype {
+            Some(d) => (
+                d,
+                st.numel.saturating_mul(st.dtype.size() as u64) / d.size() as u64,
+            ),
+            None => (st.dtype, st.numel),
+        };
         Some(V::Tensor(Rc::new(TensorRef {
             storage_key: st.key.to_string(),
-            dtype: st.dtype,
-            storage_numel: st.numel,
+            dtype,
+            storage_numel,
             offset,
             shape,
             stride,
@@ -611,7 +620,17 @@ impl<'a> Vm<'a> {
         let (m, n) = (g.0.as_str(), g.1.as_str());
         match (m, n) {
             ("torch._utils", "_rebuild_tensor_v2") | ("torch._utils", "_rebuild_tensor") => {
-                if let Some(t) = self.rebuild_tensor(&argv) {
+                if let Some(t) = self.rebuild_tensor(&argv, None) {
+                    return Ok(t);
+                }
+            }
+            // New style: an untyped (byte) storage plus an explicit dtype argument.
+            ("torch._utils", "_rebuild_tensor_v3") => {
+                let dtype = match argv.get(6) {
+                    Some(V::Global(g)) if g.0 == "torch" => DType::from_torch_dtype(&g.1),
+                    _ => None,
+                };
+                if let Some(t) = dtype.and_then(|d| self.rebuild_tensor(&argv, Some(d))) {
                     return Ok(t);
                 }
             }
@@ -1447,6 +1466,18 @@ mod tests {
         let at = p.windows(12).position(|w| w == b"FloatStorage").unwrap();
         p[at..at + 12].copy_from_slice(b"EvilxStorage");
         assert!(matches!(parse(&p).unwrap(), Value::Object { .. }));
+    }
+
+    #[test]
+    fn rebuild_tensor_v3_reads_an_untyped_storage_with_a_dtype() {
+        // _rebuild_tensor_v3(('storage', torch.UntypedStorage, '0', 'cpu', 8), 0, (4,), (1,), False, OrderedDict(), torch.bfloat16)
+        let p = b"\x80\x02ctorch._utils\n_rebuild_tensor_v3\n((X\x07\x00\x00\x00storagectorch\nUntypedStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x08tQK\x00K\x04\x85K\x01\x85\x89ccollections\nOrderedDict\n)Rctorch\nbfloat16\ntR.";
+        let v = parse(p).unwrap();
+        let t = v.as_tensor().expect("tensor");
+        assert_eq!(
+            (t.dtype, t.storage_numel, t.shape.clone()),
+            (DType::BF16, 4, vec![4])
+        );
     }
 
     #[test]

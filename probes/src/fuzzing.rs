@@ -1,0 +1,100 @@
+//! Entry points shared by the cargo-fuzz targets (fuzz/) and the regression tests that replay
+//! every crashing input they found: each feeds arbitrary bytes to one reader and must return
+//! (Ok or a one-line error naming the file) without panicking or allocating without bound.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A scratch file named `name` holding `data` (in /dev/shm when present), removed on drop.
+pub struct Scratch {
+    dir: PathBuf,
+    pub path: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(name: &str, data: &[u8]) -> std::io::Result<Scratch> {
+        let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+        let dir = base.join(format!("mltriage-fuzz-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(name);
+        std::fs::write(&path, data)?;
+        Ok(Scratch { dir, path })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn check_error(e: &crate::ReadError, path: &Path) {
+    let msg = e.to_string();
+    assert!(!msg.contains('\n'), "multi-line error: {msg:?}");
+    assert!(msg.contains(&*path.to_string_lossy()), "error does not name the file: {msg}");
+}
+
+/// safetensors header + data, then statistics of every tensor it declares.
+pub fn safetensors(data: &[u8]) {
+    let Ok(s) = Scratch::new("model.safetensors", data) else { return };
+    match crate::tensors::TensorFile::open(&s.path) {
+        Ok(tf) => {
+            for t in tf.tensors().to_vec() {
+                if let Err(e) = tf.stats(&t.name) {
+                    check_error(&e, &s.path);
+                }
+            }
+        }
+        Err(e) => check_error(&e, &s.path),
+    }
+}
+
+/// A sharded index json naming shards (that mostly do not exist).
+pub fn safetensors_index(data: &[u8]) {
+    let Ok(s) = Scratch::new("model.safetensors.index.json", data) else { return };
+    if let Err(e) = crate::tensors::TensorFile::open(&s.path) {
+        check_error(&e, &s.path);
+    }
+}
+
+/// The pickle interpreter on raw bytes (never executes anything).
+pub fn pickle(data: &[u8]) {
+    let _ = crate::tensors::pickle::parse(data);
+}
+
+/// A torch zip checkpoint (zip + data.pkl + storages).
+pub fn torch_zip(data: &[u8]) {
+    let Ok(s) = Scratch::new("pytorch_model.bin", data) else { return };
+    match crate::tensors::TensorFile::open(&s.path) {
+        Ok(tf) => {
+            for t in tf.tensors().to_vec() {
+                let _ = tf.stats(&t.name);
+            }
+        }
+        Err(e) => check_error(&e, &s.path),
+    }
+    let _ = crate::tensors::OptimizerState::read(&s.path);
+}
+
+/// A TensorBoard event file.
+pub fn tfevents(data: &[u8]) {
+    let Ok(s) = Scratch::new("events.out.tfevents.1.host", data) else { return };
+    if let Err(e) = crate::metrics::read_metrics_file(&s.path) {
+        check_error(&e, &s.path);
+    }
+}
+
+/// trainer_state.json / JSONL / CSV text, chosen by the first byte.
+pub fn metrics_text(data: &[u8]) {
+    let name = match data.first().copied().unwrap_or(0) % 3 {
+        0 => "trainer_state.json",
+        1 => "metrics.jsonl",
+        _ => "metrics.csv",
+    };
+    let Ok(s) = Scratch::new(name, data.get(1..).unwrap_or(&[])) else { return };
+    if let Err(e) = crate::metrics::read_metrics_file(&s.path) {
+        check_error(&e, &s.path);
+    }
+}

@@ -1,0 +1,149 @@
+//! End to end in a real terminal: the binary runs in a detached tmux session (80×24); we
+//! type into it and read the screen with `capture-pane`. Skipped, with a note, when tmux is
+//! not installed.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
+    }
+    fn keys(&self, keys: &[&str]) {
+        let mut a = vec!["send-keys", "-t", "e2e"];
+        a.extend_from_slice(keys);
+        self.cmd(&a);
+    }
+    fn literal(&self, text: &str) {
+        self.cmd(&["send-keys", "-t", "e2e", "-l", text]);
+    }
+    /// Wait until the screen satisfies `pred`; panic with the screen otherwise.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let t0 = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if t0.elapsed() > Duration::from_secs(15) {
+                panic!("timed out waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+fn wait_file(p: &Path) -> String {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if let Ok(s) = std::fs::read_to_string(p) {
+            if s.ends_with('\n') {
+                return s;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{} never written", p.display());
+}
+
+#[test]
+fn tui_in_tmux_search_open_fix_help_resize_quit() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("note: tmux is not installed; skipping the end-to-end TUI test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exit_file = dir.path().join("exit");
+    let ff_file = dir.path().join("first_frame_us");
+    let bin = env!("CARGO_BIN_EXE_mltriage");
+    let script = format!(
+        "cd '{d}' && XDG_CONFIG_HOME='{d}' MLTRIAGE_FIRST_FRAME_FILE='{ff}' '{bin}'; echo EXIT=$? > '{ex}'",
+        d = dir.path().display(),
+        ff = ff_file.display(),
+        ex = exit_file.display()
+    );
+    let tmux = Tmux {
+        socket: format!("mltriage-e2e-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(
+        out.status.success(),
+        "tmux new-session: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.cmd(&["set", "-s", "escape-time", "0"]);
+
+    tmux.wait_for("the home screen", |s| {
+        s.contains("mltriage") && s.contains("Trees")
+    });
+    tmux.literal("/");
+    tmux.wait_for("the search box", |s| s.contains("Search ["));
+    tmux.literal("mAP zero");
+    tmux.wait_for("V3 in the results", |s| s.contains("V3    Detection mAP"));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the V3 entry", |s| {
+        s.contains("mltriage › V3") && s.contains("Symptom")
+    });
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("V3's fix", |s| {
+        s.contains("Fix") && s.contains("box_convert") && !s.contains("Symptom")
+    });
+    tmux.literal("?");
+    tmux.wait_for("the help overlay", |s| {
+        s.contains("Keys") && s.contains("search the catalog")
+    });
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("help closed", |s| !s.contains("search the catalog"));
+    tmux.cmd(&["resize-window", "-t", "e2e", "-x", "20", "-y", "6"]);
+    tmux.wait_for("the too-small notice", |s| s.contains("too small"));
+    tmux.cmd(&["resize-window", "-t", "e2e", "-x", "80", "-y", "24"]);
+    tmux.wait_for("the entry again", |s| s.contains("mltriage › V3"));
+    tmux.literal("q");
+    let exit = wait_file(&exit_file);
+    assert_eq!(exit.trim(), "EXIT=0");
+    let ff: u64 = wait_file(&ff_file).trim().parse().unwrap();
+    eprintln!(
+        "time to first frame (debug build, process start to first draw): {:.1} ms",
+        ff as f64 / 1000.0
+    );
+    // Nothing left in the temp dir but our files: the stderr log is removed when empty.
+    let extra: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "exit" && n != "first_frame_us")
+        .collect();
+    assert!(extra.is_empty(), "{extra:?}");
+}

@@ -1,0 +1,325 @@
+//! Flow tests: drive the app with key events through [`Headless`], with a synchronous probe
+//! runner (the real one on a fixture run, or a scripted one), and check what the screens say.
+
+mod tui_common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use mltriage::app::worker::{JobKind, JobOutput, JobRequest, LiveRunner, ProbeRunner, Worker};
+use mltriage::app::{Event, Screen};
+use mltriage::ui::theme::Theme;
+use mltriage_probes::probe::Status;
+use tui_common::*;
+
+#[test]
+fn search_map_zero_opens_v3_and_enter_shows_its_fix() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char('/')).typ("mAP zero");
+    assert_eq!(
+        h.app.search.results.first().map(|r| r.id.as_str()),
+        Some("V3")
+    );
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.screen, Screen::Entry("V3".into()));
+    h.key(KeyCode::Enter);
+    let text = screen_text(&h.app, 80, 24);
+    let cat = catalog();
+    let fix = &cat.entry("V3").unwrap().fix;
+    let first_words: String = fix.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+    assert!(text.contains("Fix"), "{text}");
+    assert!(
+        text.contains(&first_words),
+        "fix text {first_words:?} not on screen:\n{text}"
+    );
+    // Esc goes back to the results, then home.
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.screen, Screen::Search);
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.screen, Screen::Home);
+}
+
+#[test]
+fn fuzzy_filter_and_domain_filter_narrow_results() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char('/')).typ("v3");
+    h.key(KeyCode::Tab);
+    assert!(h.app.search.fuzzy);
+    assert_eq!(
+        h.app.search.results.first().map(|r| r.id.as_str()),
+        Some("V3")
+    );
+    h.key(KeyCode::Tab);
+    h.key(KeyCode::Backspace)
+        .key(KeyCode::Backspace)
+        .typ("loss nan");
+    // ctrl-d cycles the domain filter: stability first.
+    h.ctrl('d');
+    assert_eq!(
+        h.app.search.domain,
+        Some(mltriage::catalog::Domain::Stability)
+    );
+    let cat = catalog();
+    assert!(h
+        .app
+        .search
+        .results
+        .iter()
+        .all(|r| cat.entry(&r.id).unwrap().domain == mltriage::catalog::Domain::Stability));
+}
+
+#[test]
+fn see_also_links_are_followable() {
+    let mut h = headless(app(), scripted(None));
+    h.app.open_entry("V3");
+    let first = h.app.see_also("V3")[0].clone();
+    h.key(KeyCode::Tab).key(KeyCode::Enter);
+    assert_eq!(h.app.screen, Screen::Entry(first));
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.screen, Screen::Entry("V3".into()));
+}
+
+#[test]
+fn ctrl_c_quits_even_while_typing_and_q_types_in_search() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char('/')).typ("q");
+    assert!(!h.app.should_quit);
+    assert_eq!(h.app.search.query, "q");
+    h.ctrl('c');
+    assert!(h.app.should_quit);
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char('q'));
+    assert!(h.app.should_quit);
+}
+
+#[test]
+fn help_lists_keys_and_filters_by_typing() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char('?'));
+    let text = screen_text(&h.app, 80, 24);
+    assert!(text.contains("search the catalog"), "{text}");
+    h.typ("export");
+    let text = screen_text(&h.app, 80, 24);
+    assert!(text.contains("export the transcript as Markdown"));
+    assert!(!text.contains("search the catalog"));
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.overlay, mltriage::app::Overlay::None);
+}
+
+#[test]
+fn fixture_lm_bad_init_resolves() {
+    let p = fixture("lm_bad_init");
+    assert!(p.is_dir(), "{} missing", p.display());
+}
+
+/// The real runner on a real fixture: the walk either gets the probe's answer or `skip`
+/// (probes not implemented yet) and the user can always pick branches down to a leaf.
+#[test]
+fn walk_stability_on_lm_bad_init_with_the_live_runner_reaches_a_leaf_and_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = fixture("lm_bad_init");
+    let a = app_with(
+        Some(run.clone()),
+        Theme::default(),
+        Some(dir.path().to_path_buf()),
+    );
+    let runner = LiveRunner::new(catalog(), Some(run));
+    let mut h = headless(a, Box::new(runner));
+    assert!(
+        h.app.run.summary.is_some(),
+        "run attached: {:?}",
+        h.app.run.error
+    );
+    let summary = h.app.run.summary.clone().unwrap();
+    assert!(summary.artifacts > 0);
+    h.key(KeyCode::Char(':'))
+        .typ("walk stability")
+        .key(KeyCode::Enter);
+    assert_eq!(h.app.screen, Screen::Walk);
+    let w = h.app.walk.as_ref().unwrap();
+    assert_eq!(w.walk.current, "q1_1");
+    let p = w
+        .walk
+        .proposal
+        .clone()
+        .expect("the probe (or its skip) proposes a branch");
+    assert!(w.job.is_none());
+    // Follow proposals; where one leads nowhere, override with the first branch.
+    for _ in 0..40 {
+        if h.app.walk.as_ref().unwrap().walk.is_leaf() {
+            break;
+        }
+        let before = h.app.walk.as_ref().unwrap().walk.path.len();
+        h.key(KeyCode::Enter);
+        if h.app.walk.as_ref().unwrap().walk.path.len() == before {
+            h.key(KeyCode::Char('1'));
+        }
+    }
+    let w = &h.app.walk.as_ref().unwrap().walk;
+    assert!(w.is_leaf(), "stuck at {} after {:?}", w.current, p);
+    assert_eq!(w.path[0].source.as_str(), "probe");
+    // Export twice: never overwrite.
+    h.key(KeyCode::Char('e'));
+    h.key(KeyCode::Char('e'));
+    h.key(KeyCode::Char('E'));
+    let md1 = dir.path().join("mltriage-walk-stability.md");
+    let md2 = dir.path().join("mltriage-walk-stability-1.md");
+    let js = dir.path().join("mltriage-walk-stability.json");
+    assert!(md1.is_file() && md2.is_file() && js.is_file());
+    let md = std::fs::read_to_string(&md1).unwrap();
+    assert!(md.contains("| 1 | q1_1 |"), "{md}");
+    assert!(md.contains("**Fix:**"), "{md}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    assert_eq!(v["tree"], "stability");
+    assert_eq!(v["path"][0]["id"], "q1_1");
+    assert!(v["conclusion"]["fix"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
+    let status = h.app.status.clone().unwrap().0;
+    assert!(status.contains("mltriage-walk-stability.json"), "{status}");
+}
+
+#[test]
+fn walk_proposal_from_a_probe_can_be_confirmed_overridden_and_undone() {
+    let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
+    let mut h = headless(
+        a,
+        scripted(Some(("high", Status::Fail, "loss0 = 9.10", "6.24 ± 0.5"))),
+    );
+    h.app.start_walk("stability");
+    h.settle();
+    let w = h.app.walk.as_ref().unwrap();
+    let p = w.walk.proposal.as_ref().unwrap();
+    assert_eq!(p.answer, "high");
+    let proposed = p.next.clone();
+    // Override: pick `pass` instead.
+    h.key(KeyCode::Char('o'));
+    let choices = h.app.walk.as_ref().unwrap().walk.choices();
+    let pass = choices.iter().position(|(l, _)| l == "pass").unwrap();
+    h.key(KeyCode::Char('g'));
+    for _ in 0..pass {
+        h.key(KeyCode::Char('j'));
+    }
+    h.key(KeyCode::Enter);
+    let w = h.app.walk.as_ref().unwrap();
+    assert_eq!(w.walk.path[0].answer, "pass");
+    assert_eq!(w.walk.path[0].source.as_str(), "user");
+    assert_eq!(w.walk.path[0].measured, "loss0 = 9.10");
+    // Back, then confirm the probe's proposal.
+    h.key(KeyCode::Char('b'));
+    assert_eq!(h.app.walk.as_ref().unwrap().walk.current, "q1_1");
+    h.key(KeyCode::Enter);
+    let w = h.app.walk.as_ref().unwrap();
+    assert_eq!(w.walk.current, proposed);
+    assert_eq!(w.walk.path[0].source.as_str(), "probe");
+}
+
+#[test]
+fn esc_cancels_a_running_probe_and_offers_the_branches() {
+    let mut a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
+    let _ = a.take_effects();
+    a.start_walk("stability");
+    assert!(a.walk.as_ref().unwrap().job.is_some());
+    let text = screen_text(&a, 80, 24);
+    assert!(text.contains("probe running"), "{text}");
+    a.on_event(Event::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+    let w = a.walk.as_ref().unwrap();
+    assert!(w.job.is_none());
+    assert_eq!(w.walk.proposal.as_ref().unwrap().answer, "skip");
+    assert!(a
+        .take_effects()
+        .iter()
+        .any(|e| matches!(e, mltriage::app::Effect::Cancel)));
+    assert_eq!(a.screen, Screen::Walk);
+}
+
+#[test]
+fn palette_runs_commands() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char(':')).typ("show o9").key(KeyCode::Enter);
+    assert_eq!(h.app.screen, Screen::Entry("O9".into()));
+    h.key(KeyCode::Char(':')).typ("bogus").key(KeyCode::Enter);
+    assert!(h.app.status.as_ref().unwrap().1);
+    h.key(KeyCode::Char(':'))
+        .typ("fact vocab_size=512")
+        .key(KeyCode::Enter);
+    assert_eq!(h.app.facts.get("vocab_size"), Some("512"));
+    h.key(KeyCode::Char(':')).typ("quit").key(KeyCode::Enter);
+    assert!(h.app.should_quit);
+}
+
+#[test]
+fn check_this_runs_the_entry_probes_on_the_attached_run() {
+    let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
+    let mut h = headless(a, scripted(None));
+    h.app.open_entry("S1.1");
+    h.key(KeyCode::Char('c'));
+    assert!(h.app.entry.checked.is_some() || h.app.status.as_ref().is_some_and(|s| s.1));
+    // Without a run, "c" explains why.
+    let mut h = headless(app(), scripted(None));
+    h.app.open_entry("S1.1");
+    h.key(KeyCode::Char('c'));
+    assert!(h.app.status.as_ref().unwrap().0.contains("no run attached"));
+}
+
+/// A slow runner for the worker test: each job sleeps, reporting progress.
+struct Slow;
+impl ProbeRunner for Slow {
+    fn run(
+        &mut self,
+        _job: &JobRequest,
+        progress: &mut dyn FnMut(u8),
+        cancel: &AtomicBool,
+    ) -> JobOutput {
+        for i in 0..10 {
+            if cancel.load(Ordering::Relaxed) {
+                return JobOutput::Cancelled;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            progress((i + 1) * 10);
+        }
+        JobOutput::Findings(Vec::new())
+    }
+}
+
+#[test]
+fn worker_runs_one_job_while_the_newest_waits_and_cancels_on_request() {
+    let (tx, rx) = mpsc::channel();
+    let w = Worker::spawn(Box::new(Slow), tx);
+    let job = |id| JobRequest {
+        id,
+        kind: JobKind::Check,
+        facts: Default::default(),
+    };
+    w.submit(job(1));
+    std::thread::sleep(Duration::from_millis(30));
+    w.submit(job(2));
+    w.submit(job(3)); // replaces 2
+    let mut done = Vec::new();
+    let mut progressed = false;
+    while done.len() < 2 {
+        match rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("worker answers")
+        {
+            Event::ProbeDone(id, _) => done.push(id),
+            Event::ProbeProgress(..) => progressed = true,
+            _ => {}
+        }
+    }
+    assert_eq!(done, vec![1, 3]);
+    assert!(progressed);
+    w.submit(job(4));
+    std::thread::sleep(Duration::from_millis(30));
+    w.cancel();
+    loop {
+        if let Event::ProbeDone(id, out) = rx.recv_timeout(Duration::from_secs(5)).unwrap() {
+            assert_eq!(id, 4);
+            assert!(matches!(out, JobOutput::Cancelled));
+            break;
+        }
+    }
+}
