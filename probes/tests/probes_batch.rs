@@ -477,7 +477,7 @@ fn pad_token_unset_and_out_of_range() {
     // Vocabulary from the fact, no config.
     let d = run_with(&padded_lm(2, 8, &[0, 0], false, 0, true), None);
     expect(
-        &one("pad_token", d.path(), &["vocab_size=30"]),
+        &one("pad_token", d.path(), &["vocab_size=20"]),
         Status::Fail,
         "out_of_range",
     );

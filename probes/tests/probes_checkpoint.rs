@@ -169,7 +169,7 @@ fn randn(n: usize, std: f32, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-fn t(name: &str, shape: &[usize], vals: Vec<f32>) -> (&str, Vec<usize>, Vec<f32>) {
+fn t<'a>(name: &'a str, shape: &[usize], vals: Vec<f32>) -> (&'a str, Vec<usize>, Vec<f32>) {
     (name, shape.to_vec(), vals)
 }
 

@@ -824,14 +824,11 @@ pub fn packing_positions(ctx: &ProbeCtx) -> Vec<Verdict> {
             let last = (0..row.len()).rev().find(|&i| real(i));
             let mut s = Vec::new();
             if let (Some(first), Some(last)) = (first, last) {
-                for i in first..=last {
-                    if i < last && eos.contains(&row[i]) && real(i + 1) {
+                for (i, &tok) in row.iter().enumerate().take(last + 1).skip(first) {
+                    if i < last && eos.contains(&tok) && real(i + 1) {
                         s.push(i + 1);
                     }
-                    if i > first
-                        && Some(row[i]) == bos
-                        && !eos.contains(&row[i])
-                        && s.last() != Some(&i)
+                    if i > first && Some(tok) == bos && !eos.contains(&tok) && s.last() != Some(&i)
                     {
                         s.push(i);
                     }
@@ -1774,14 +1771,14 @@ const SMOKE_MAX_D: usize = 16384;
 /// Trains a linear softmax classifier by plain gradient descent; returns (initial, final) loss.
 fn overfit_linear(
     x: &[f32],
-    n: usize,
-    d: usize,
     y: &[usize],
     c: usize,
     steps: usize,
     lr: f64,
     dev: &candle_core::Device,
 ) -> candle_core::Result<(f64, f64)> {
+    let n = y.len().max(1);
+    let d = x.len() / n;
     let xt = Tensor::from_slice(x, (n, d), dev)?;
     let xtt = xt.t()?.contiguous()?;
     let mut oh = vec![0f32; n * c];
@@ -1907,16 +1904,7 @@ pub fn overfit_smoke(ctx: &ProbeCtx) -> Vec<Verdict> {
             }
             let y: Vec<usize> = keep.iter().map(|&i| labels.v[i] as usize).collect();
             let t0 = std::time::Instant::now();
-            let res = overfit_linear(
-                &x,
-                m,
-                d,
-                &y,
-                c,
-                steps.max(1.0) as usize,
-                lr,
-                &ctx.compute.device,
-            );
+            let res = overfit_linear(&x, &y, c, steps.max(1.0) as usize, lr, &ctx.compute.device);
             let secs = t0.elapsed().as_secs_f64();
             let dev = &ctx.compute.label;
             let ev = vec![b.ev(&ft.name), b.ev(&labels.name)];

@@ -769,18 +769,22 @@ pub fn init_weight_stats(ctx: &ProbeCtx) -> Vec<Verdict> {
                 )
             })
             .collect();
-        let embed = big.iter().any(|b| {
-            let n = b.name.to_ascii_lowercase();
-            n.contains("wte") || n.contains("embed") || n.contains("wpe")
-        });
+        let embed: Vec<String> = big
+            .iter()
+            .filter(|b| {
+                let n = b.name.to_ascii_lowercase();
+                n.contains("wte") || n.contains("embed") || n.contains("wpe")
+            })
+            .map(|b| format!("{} std {}", b.name, fmt(b.std)))
+            .collect();
         let mut msg = format!(
             "{} of {checked} weight matrices are initialised far too large: {}",
             big.len(),
             list_some(&worst, 3)
         );
         msg.push_str(". Expect std ≈ 0.02 (transformers) or ≈ √(1/fan_in)…√(2/fan_in); a std near 1 is an N(0,1) init (torch.randn, or nn.Embedding's default) — apply the model's init (e.g. post_init / _init_weights) before training");
-        if embed {
-            msg.push_str("; embeddings included");
+        if !embed.is_empty() {
+            msg.push_str(&format!("; embeddings too: {}", list_some(&embed, 2)));
         }
         if !true_init {
             msg.push_str(&format!(
@@ -1087,11 +1091,10 @@ fn expected_static(ctx: &ProbeCtx, m: &Model) -> impl Fn(&str) -> bool {
         if lora && !is_lora(name) && !name.contains("modules_to_save") {
             return true;
         }
-        match (stage, tower_of(name)) {
-            (Some(1), Some(Tower::Vision | Tower::Llm)) => true,
-            (Some(2), Some(Tower::Vision)) => true,
-            _ => false,
-        }
+        matches!(
+            (stage, tower_of(name)),
+            (Some(1), Some(Tower::Vision | Tower::Llm)) | (Some(2), Some(Tower::Vision))
+        )
     }
 }
 
