@@ -766,7 +766,10 @@ pub fn pad_token(ctx: &ProbeCtx) -> Vec<Verdict> {
                 } else {
                     format!("id {f}")
                 };
-                Some(make(Status::Warn, "unset").expected(format!("pad_token_id set in {cfg_path}")).message(format!(
+                // Padding with EOS is the recommended reuse (only the config mirror is missing);
+                // padding with another real token (id 0 …) is the silent fallback.
+                let st = if eos.contains(&f) { Status::Warn } else { Status::Fail };
+                Some(make(st, "unset").expected(format!("pad_token_id set in {cfg_path}")).message(format!(
                     "the model config has no pad_token_id while the batch pads with {what}: set tokenizer.pad_token = tokenizer.eos_token and mirror it with model.config.pad_token_id = tokenizer.pad_token_id (harmless with right padding + attention mask); a brand-new pad token needs resize_token_embeddings"
                 )))
             }
@@ -1114,7 +1117,9 @@ pub fn input_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, "V1", "std_hi"),
         p!(ctx, "V1", "raw_max"),
     );
-    over_batches(ctx, "V1", "no batch carries pixel_values (images)", |b| {
+    // Pooled (mean, std) of every batch that passes its own checks, to compare paths.
+    let mut seen: Vec<(PathBuf, f64, f64)> = Vec::new();
+    let mut out = over_batches(ctx, "V1", "no batch carries pixel_values (images)", |b| {
         let t = b.find(PIXELS)?;
         if t.checked_numel() == Some(0) {
             return Some(Verdict::skip(
@@ -1220,6 +1225,7 @@ pub fn input_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
         }
         let (pm, ps) = (pooled.mean(), pooled.std());
         v = v.value("mean", pm).value("std", ps);
+        seen.push((b.path.clone(), pm, ps));
         let in_band = |s: f64| (std_lo..=std_hi).contains(&s);
         let bad_std: Vec<String> = acc
             .iter()
@@ -1244,7 +1250,48 @@ pub fn input_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
             return Some(set(v, Status::Pass, "pass", format!("normalised overall (mean {}, std {}); {} off zero — a colour-biased batch, or a wrong per-channel mean / BGR order: confirm on a larger sample", fmt(pm), fmt(ps), off_mean.join(", "))));
         }
         Some(set(v, Status::Pass, "pass", "inputs normalised per channel to about mean 0, std 1 (check eval uses the same transform)".into()))
-    })
+    });
+    // Several image batches (train / eval dumps): the same normalisation in every path.
+    if seen.len() >= 2 && out.first().is_some_and(|v| v.status != Status::Fail) {
+        let mut worst: Option<(f64, f64, usize, usize)> = None;
+        for i in 0..seen.len() {
+            for j in i + 1..seen.len() {
+                let (a, b) = (&seen[i], &seen[j]);
+                let ratio = if b.2 > 0.0 { a.2 / b.2 } else { f64::INFINITY };
+                let dmean = (a.1 - b.1).abs();
+                let off = |r: f64| if r < 1.0 { 1.0 / r } else { r };
+                if worst.is_none_or(|w| {
+                    off(ratio) > off(w.0) || (off(ratio) == off(w.0) && dmean > w.1)
+                }) {
+                    worst = Some((ratio, dmean, i, j));
+                }
+            }
+        }
+        if let Some((ratio, dmean, i, j)) = worst {
+            let std_bad = !(std_lo..=std_hi).contains(&ratio);
+            if std_bad || dmean > max_mean {
+                let name = |k: usize| {
+                    seen[k]
+                        .0
+                        .strip_prefix(&ctx.run.root)
+                        .unwrap_or(&seen[k].0)
+                        .display()
+                        .to_string()
+                };
+                let mut v = Verdict::new("V1", if std_bad { Status::Fail } else { Status::Warn }, "unnormalized")
+                    .measured(format!("{}: mean {}, std {} · {}: mean {}, std {} (std ratio {})", name(i), fmt(seen[i].1), fmt(seen[i].2), name(j), fmt(seen[j].1), fmt(seen[j].2), fmt(ratio)))
+                    .expected(format!("the same normalisation in every path: std ratio in [{std_lo}, {std_hi}], mean difference ≤ {max_mean}"))
+                    .message("the batch dumps are normalised differently (train vs eval transform): apply exactly the same Normalize(mean, std), scaling and channel order in both paths — otherwise validation accuracy sits near chance while training looks fine")
+                    .evidence(Evidence::file(&seen[i].0))
+                    .evidence(Evidence::file(&seen[j].0))
+                    .value("std_ratio", ratio)
+                    .value("mean_diff", dmean);
+                v.values.insert("batches".into(), seen.len() as f64);
+                out = vec![v];
+            }
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1649,7 +1696,21 @@ pub fn rope_scaling(ctx: &ProbeCtx) -> Vec<Verdict> {
 // DF4, DF6: training vs inference scheduler
 
 pub fn diffusion_scheduler(ctx: &ProbeCtx) -> Vec<Verdict> {
-    let files = ctx.run.of_kind(ArtifactKind::SchedulerConfig);
+    // `scheduler_config.json` files, plus JSON copies named like one (`train_scheduler_config.json`).
+    let files: Vec<_> = ctx
+        .run
+        .artifacts
+        .iter()
+        .filter(|a| {
+            let n = a
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_ascii_lowercase())
+                .unwrap_or_default();
+            a.kind == ArtifactKind::SchedulerConfig
+                || (n.ends_with(".json") && n.contains("scheduler") && !n.contains("lr_scheduler"))
+        })
+        .collect();
     let mut cfgs: Vec<(PathBuf, SchedulerConfig)> = Vec::new();
     let mut problems = Vec::new();
     for a in files {
