@@ -451,9 +451,17 @@ fn pad_token_unset_and_out_of_range() {
         Some(lm_config(None)),
     );
     let v = one("pad_token", d.path(), &[]);
-    expect(&v, Status::Warn, "unset");
+    expect(&v, Status::Fail, "unset");
     assert!(v.message.contains("id 0"), "{}", v.message);
     assert!(v.measured.contains("null"), "{}", v.measured);
+    // Padded with EOS (the recommended reuse), only the config mirror missing: a warning.
+    let e = run_with(
+        &padded_lm(2, 8, &[0, 3], false, 2, true),
+        Some(lm_config(None)),
+    );
+    let v = one("pad_token", e.path(), &[]);
+    expect(&v, Status::Warn, "unset");
+    assert!(v.message.contains("(EOS)"), "{}", v.message);
     // The fact overrides the config.
     expect(
         &one("pad_token", d.path(), &["pad_token_id=0"]),
@@ -719,6 +727,32 @@ fn input_norm_detects_raw_and_unit_range_pixels() {
         Status::Fail,
         "unnormalized",
     );
+
+    // Two dumps (train / eval), each plausible alone, normalised differently.
+    let d = tempfile::tempdir().unwrap();
+    let wide: Vec<f32> = norm.iter().map(|x| x * 1.8).collect();
+    let narrow: Vec<f32> = norm.iter().map(|x| x * 0.7).collect();
+    write_st(
+        &d.path().join("train_batch.safetensors"),
+        &[t_f32("pixel_values", &[4, 3, 8, 8], wide)],
+    );
+    write_st(
+        &d.path().join("eval_batch.safetensors"),
+        &[t_f32("pixel_values", &[4, 3, 8, 8], narrow)],
+    );
+    let v = one("input_norm", d.path(), &[]);
+    expect(&v, Status::Fail, "unnormalized");
+    assert!(
+        v.measured.contains("eval_batch") && v.measured.contains("train_batch"),
+        "{}",
+        v.measured
+    );
+    write_st(
+        &d.path().join("eval_batch.safetensors"),
+        &[t_f32("pixel_values", &[4, 3, 8, 8], norm.clone())],
+    );
+    let v = one("input_norm", d.path(), &[]);
+    expect(&v, Status::Pass, "pass");
 
     // Channels-last uint8 images straight from the decoder.
     let mut rng = Rng(10);
@@ -1006,6 +1040,16 @@ fn diffusion_schedulers_must_agree() {
     );
     assert!(!v.measured.contains("beta_schedule"));
     assert_eq!(v.evidence.len(), 2);
+
+    // A training copy named like a scheduler config.
+    let d2 = tempfile::tempdir().unwrap();
+    sched(d2.path(), "scheduler/scheduler_config.json", train.clone());
+    let mut other = train.clone();
+    other["num_train_timesteps"] = 500.into();
+    sched(d2.path(), "train_scheduler_config.json", other);
+    let v = one("diffusion_scheduler", d2.path(), &[]);
+    expect(&v, Status::Fail, "mismatch");
+    assert!(v.measured.contains("num_train_timesteps"), "{}", v.measured);
 
     // An absent key is diffusers' default.
     let d = tempfile::tempdir().unwrap();

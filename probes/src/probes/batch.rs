@@ -225,7 +225,7 @@ fn over_batches(
     if n > 1 {
         let bad = verdicts.iter().filter(|x| x.status == v.status).count() + 1;
         v.message
-            .push_str(&format!(" [{} of {n} batch files: {bad}]", v.status));
+            .push_str(&format!(" (worst of {n} batch files: {bad} {})", v.status));
     }
     if !problems.is_empty() {
         v.message.push_str(&unreadable);

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Regenerates BENCHMARKS.md: every number below is measured in this run, on this machine.
+#   scripts/benchmarks.sh            # full run (≈ 5 GB of scratch files under $BENCH_DIR)
+# Env: BENCH_DIR (scratch, default target/bench-data), BENCH_PYTHON (a python with torch,
+# safetensors and tbparse; otherwise a throwaway venv is made from PyPI, and the Python
+# anchors are skipped with a note if that fails), BENCH_GIB (checkpoint size, default 2).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DIR=${BENCH_DIR:-target/bench-data}
+GIB=${BENCH_GIB:-2}
+mkdir -p "$DIR"
+OUT=BENCHMARKS.md
+say() { echo "== $*" >&2; }
+
+say "building release examples"
+cargo build --release --example bench_ui -p mltriage >&2 || exit 1
+cargo build --release -p mltriage-probes --example bench_stats --example bench_tfevents --example bench_sharded >&2 || exit 1
+EX=target/release/examples
+
+PY=${BENCH_PYTHON:-}
+if [ -z "$PY" ]; then
+  say "python anchors: creating $DIR/venv (torch, safetensors, tbparse)"
+  if python3 -m venv "$DIR/venv" >&2 && "$DIR/venv/bin/pip" install -q torch safetensors tbparse numpy >&2; then
+    PY="$DIR/venv/bin/python"
+  else
+    say "python anchors unavailable (no PyPI?): skipped"
+  fi
+fi
+pyok() { [ -n "$PY" ] && "$PY" -c "import $1" >/dev/null 2>&1; }
+val() { grep -m1 "^$1 " <<<"$2" | awk '{print $2}'; }
+
+say "first frame and search latency"
+UI=$("$EX/bench_ui")
+
+say "tensor statistics vs cat"
+CKPT="$DIR/bf16_${GIB}g.safetensors"
+if [ ! -f "$CKPT" ]; then "$EX/bench_stats" --gib "$GIB" >/dev/null; mv "$(ls -t /tmp/mltriage_bench_bf16_${GIB}g.safetensors | head -1)" "$CKPT"; fi
+STATS=$("$EX/bench_stats" "$CKPT")
+TORCH=""
+if pyok torch && pyok safetensors; then
+  say "torch anchor"; cat "$CKPT" >/dev/null; TORCH=$("$PY" scripts/bench_torch_stats.py "$CKPT")
+fi
+
+say "tfevents vs tbparse"
+EV="$DIR/events.out.tfevents.bench.host"
+TFE=$("$EX/bench_tfevents" "$EV" 775000)
+TBP=""
+if pyok tbparse; then say "tbparse anchor"; TBP=$("$PY" scripts/bench_tbparse.py "$EV"); fi
+EV1G="$DIR/events.out.tfevents.1g.host"
+TFE1G=$("$EX/bench_tfevents" "$EV1G" 19000000)
+
+say "sharded checkpoint under a memory limit"
+SH="$DIR/sharded"
+"$EX/bench_sharded" "$SH" 3 6 >/dev/null  # generate once
+LIMIT_MB=1024
+CG=/sys/fs/cgroup/memory/mltriage-bench
+if mkdir -p "$CG" 2>/dev/null && echo $((LIMIT_MB * 1024 * 1024)) > "$CG/memory.limit_in_bytes" 2>/dev/null; then
+  SHARD=$(sh -c "echo \$\$ > $CG/cgroup.procs && exec $EX/bench_sharded $SH 3 6"); LIMITED="cgroup memory.limit_in_bytes = ${LIMIT_MB} MiB"
+else
+  SHARD=$("$EX/bench_sharded" "$SH" 3 6); LIMITED="no cgroup available: unlimited"
+fi
+
+CAT_S=$(grep -m1 '^cat ' <<<"$STATS" | awk '{print $2}')
+OURS_S=$(grep -m1 '^stats (fused)' <<<"$STATS" | awk '{print $3}')
+TORCH_S=$(val torch_seconds "$TORCH")
+TFE_S=$(val tfevents_ours_s "$TFE")
+TBP_S=$(val tbparse_seconds "$TBP")
+ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f×", a/b}'; else echo "n/a (anchor skipped)"; fi; }
+
+{
+  echo "# Benchmarks"
+  echo
+  echo "Regenerate with \`scripts/benchmarks.sh\` (release build; Python anchors from PyPI in a throwaway venv)."
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(uname -sr); $(date -u +%Y-%m-%d)."
+  echo
+  echo "| target (DESIGN.md §6) | measured | verdict |"
+  echo "|---|---|---|"
+  FF=$(grep -o 'first_frame_ms p50 [0-9.]*' <<<"$UI" | awk '{print $3}')
+  KS=$(grep -o 'search_keystroke_ms p50 [0-9.]* p99 [0-9.]*' <<<"$UI" | awk '{print $5}')
+  echo "| first frame ≤ 30 ms (index built) | p50 ${FF} ms | $(awk -v x="$FF" 'BEGIN{print (x<=30)?"met":"missed"}') |"
+  echo "| search ≤ 5 ms per keystroke | p99 ${KS} ms | $(awk -v x="$KS" 'BEGIN{print (x<=5)?"met":"missed"}') |"
+  echo "| tensor stats ≥ 40% of cat's page-cache rate | cat ${CAT_S} s, ours ${OURS_S} s = $(awk -v a="$CAT_S" -v b="$OURS_S" 'BEGIN{printf "%.0f%%", 100*a/b}') | $(awk -v a="$CAT_S" -v b="$OURS_S" 'BEGIN{print (a/b>=0.4)?"met":"missed"}') |"
+  echo "| tensor stats ≥ 20× the torch script | torch ${TORCH_S:-skipped} s → $(ratio "$TORCH_S" "$OURS_S") | $( [ -n "$TORCH_S" ] && awk -v a="$TORCH_S" -v b="$OURS_S" 'BEGIN{print (a/b>=20)?"met":"missed"}' || echo skipped) |"
+  echo "| tfevents ≥ 100× tbparse | tbparse ${TBP_S:-skipped} s, ours ${TFE_S} s → $(ratio "$TBP_S" "$TFE_S") | $( [ -n "$TBP_S" ] && awk -v a="$TBP_S" -v b="$TFE_S" 'BEGIN{print (a/b>=100)?"met":"missed"}' || echo skipped) |"
+  echo "| peak memory ≤ 2× largest tensor (sharded, > memory limit) | $(val sharded_peak_rss_mb "$SHARD") MB peak vs $(val sharded_largest_tensor_mb "$SHARD") MB largest tensor, $(val sharded_total_gb "$SHARD") GB checkpoint, ${LIMITED} | $(awk -v a="$(val sharded_peak_rss_mb "$SHARD")" -v b="$(val sharded_largest_tensor_mb "$SHARD")" 'BEGIN{print (a<=2*b)?"met":"missed"}') |"
+  echo
+  echo "## Raw output"
+  echo
+  echo '```'
+  echo "$UI"; echo; echo "$STATS"; echo; echo "${TORCH:-torch anchor skipped}"; echo; echo "$TFE"; echo "${TBP:-tbparse anchor skipped}"; echo; echo "1 GB event file:"; echo "$TFE1G"; echo; echo "$SHARD"
+  echo '```'
+  echo
+  echo "Criterion micro-benchmarks of index build and query latency: \`cargo bench --bench search\`."
+} > "$OUT"
+say "wrote $OUT"
+cat "$OUT"
