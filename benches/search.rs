@@ -7,14 +7,28 @@ use mltriage::search::SearchIndex;
 use std::hint::black_box;
 
 fn bench(c: &mut Criterion) {
-    c.bench_function("catalog_load_embedded", |b| b.iter(|| black_box(Catalog::embedded().unwrap())));
+    c.bench_function("catalog_load_embedded", |b| {
+        b.iter(|| black_box(Catalog::embedded().unwrap()))
+    });
     let cat = Catalog::embedded().unwrap();
-    c.bench_function("index_build", |b| b.iter(|| black_box(SearchIndex::build(&cat).unwrap())));
+    c.bench_function("index_build", |b| {
+        b.iter(|| black_box(SearchIndex::build(&cat).unwrap()))
+    });
     let idx = SearchIndex::build(&cat).unwrap();
-    for q in ["mAP is zero", "loss stuck at ln vocab", "Detected call of `lr_scheduler.step()` before `optimizer.step()`", "dpo margns wont grow", "gr"] {
-        c.bench_function(&format!("query/{q}"), |b| b.iter(|| black_box(idx.search(black_box(q), 10, None).unwrap())));
+    for q in [
+        "mAP is zero",
+        "loss stuck at ln vocab",
+        "Detected call of `lr_scheduler.step()` before `optimizer.step()`",
+        "dpo margns wont grow",
+        "gr",
+    ] {
+        c.bench_function(&format!("query/{q}"), |b| {
+            b.iter(|| black_box(idx.search(black_box(q), 10, None).unwrap()))
+        });
     }
-    c.bench_function("quick_filter/O1", |b| b.iter(|| black_box(idx.quick_filter("O1", 10))));
+    c.bench_function("quick_filter/O1", |b| {
+        b.iter(|| black_box(idx.quick_filter("O1", 10)))
+    });
 }
 
 criterion_group!(benches, bench);

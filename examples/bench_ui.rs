@@ -20,16 +20,23 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 
 fn main() {
     let runs = 20;
-    let (mut load, mut build, mut frame, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut load, mut build, mut frame, mut total) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         let t0 = Instant::now();
         let cat = Catalog::embedded().expect("embedded playbook");
         let t1 = Instant::now();
         let idx = SearchIndex::build(&cat).expect("index");
         let t2 = Instant::now();
-        let app = App::new(Arc::new(cat), Arc::new(idx), Default::default(), AppOptions::default());
+        let app = App::new(
+            Arc::new(cat),
+            Arc::new(idx),
+            Default::default(),
+            AppOptions::default(),
+        );
         let mut term = Terminal::new(TestBackend::new(80, 24)).expect("terminal");
-        term.draw(|f| f.render_widget(&app, f.area())).expect("draw");
+        term.draw(|f| f.render_widget(&app, f.area()))
+            .expect("draw");
         let t3 = Instant::now();
         load.push((t1 - t0).as_secs_f64() * 1e3);
         build.push((t2 - t1).as_secs_f64() * 1e3);
@@ -43,7 +50,9 @@ fn main() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/search_queries");
     let mut queries = Vec::new();
     for f in std::fs::read_dir(dir).expect("queries dir").flatten() {
-        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(f.path()).unwrap_or_default()).unwrap_or_default();
+        let v: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(f.path()).unwrap_or_default())
+                .unwrap_or_default();
         for q in v["queries"].as_sequence().cloned().unwrap_or_default() {
             if let Some(s) = q["q"].as_str() {
                 queries.push(s.to_string());

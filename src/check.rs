@@ -47,17 +47,41 @@ pub fn effective_facts(run: &Run, user: &Facts) -> Facts {
 }
 
 /// Run one probe by id with the playbook's thresholds.
-pub fn run_one(cat: &Catalog, id: &str, run: &Run, facts: &Facts, compute: &Compute, baseline: Option<&Run>) -> Option<Vec<Finding>> {
+pub fn run_one(
+    cat: &Catalog,
+    id: &str,
+    run: &Run,
+    facts: &Facts,
+    compute: &Compute,
+    baseline: Option<&Run>,
+) -> Option<Vec<Finding>> {
     let spec = spec(id)?;
     let def = cat.probe(id)?;
     let params = def.params();
-    let ctx = ProbeCtx { run, facts, params: &params, compute, baseline };
+    let ctx = ProbeCtx {
+        run,
+        facts,
+        params: &params,
+        compute,
+        baseline,
+    };
     let verdicts: Vec<Verdict> = run_probe(spec, &ctx);
-    Some(verdicts.into_iter().map(|v| Finding::from_verdict(cat, id, v)).collect())
+    Some(
+        verdicts
+            .into_iter()
+            .map(|v| Finding::from_verdict(cat, id, v))
+            .collect(),
+    )
 }
 
 /// Every implemented probe the playbook defines, in playbook order, then ordered findings.
-pub fn check(cat: &Catalog, run: &Run, user_facts: &Facts, compute: &Compute, baseline: Option<&Run>) -> Report {
+pub fn check(
+    cat: &Catalog,
+    run: &Run,
+    user_facts: &Facts,
+    compute: &Compute,
+    baseline: Option<&Run>,
+) -> Report {
     let facts = effective_facts(run, user_facts);
     let mut findings = Vec::new();
     for def in &cat.probes {

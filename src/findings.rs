@@ -34,12 +34,20 @@ pub struct Finding {
 
 impl Finding {
     pub fn from_verdict(cat: &Catalog, probe: &str, v: Verdict) -> Finding {
-        let title = cat.entry(&v.entry).map(|e| e.title.clone()).unwrap_or_default();
+        let title = cat
+            .entry(&v.entry)
+            .map(|e| e.title.clone())
+            .unwrap_or_default();
         let priority = cat.probe(probe).map(|p| p.priority).unwrap_or(50);
         let nodes = cat
             .trees
             .iter()
-            .flat_map(|t| t.nodes.iter().filter(|n| n.probe.as_deref() == Some(probe)).map(move |n| format!("{}/{}", t.id, n.id)))
+            .flat_map(|t| {
+                t.nodes
+                    .iter()
+                    .filter(|n| n.probe.as_deref() == Some(probe))
+                    .map(move |n| format!("{}/{}", t.id, n.id))
+            })
             .collect();
         Finding {
             id: v.entry,
@@ -61,8 +69,11 @@ impl Finding {
 /// Order findings: fail < warn < pass < skip; within a status, a failing probe that explains
 /// another goes first, then by playbook priority, then by id. Annotates `explained_by`.
 pub fn order(cat: &Catalog, findings: &mut [Finding]) {
-    let bad: HashSet<&str> =
-        findings.iter().filter(|f| matches!(f.status, Status::Fail | Status::Warn)).map(|f| f.probe.as_str()).collect();
+    let bad: HashSet<&str> = findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+        .map(|f| f.probe.as_str())
+        .collect();
     let mut explained_by: HashMap<String, Vec<String>> = HashMap::new();
     for p in &cat.probes {
         if !bad.contains(p.id.as_str()) {
@@ -70,7 +81,10 @@ pub fn order(cat: &Catalog, findings: &mut [Finding]) {
         }
         for x in &p.explains {
             if bad.contains(x.as_str()) && x != &p.id {
-                explained_by.entry(x.clone()).or_default().push(p.id.clone());
+                explained_by
+                    .entry(x.clone())
+                    .or_default()
+                    .push(p.id.clone());
             }
         }
     }
@@ -98,13 +112,25 @@ pub fn order(cat: &Catalog, findings: &mut [Finding]) {
         }
         d
     };
-    let depths: HashMap<String, usize> = findings.iter().map(|f| (f.probe.clone(), depth(&f.probe))).collect();
+    let depths: HashMap<String, usize> = findings
+        .iter()
+        .map(|f| (f.probe.clone(), depth(&f.probe)))
+        .collect();
     findings.sort_by(|a, b| {
-        let (da, db) = (depths.get(&a.probe).copied().unwrap_or(0), depths.get(&b.probe).copied().unwrap_or(0));
+        let (da, db) = (
+            depths.get(&a.probe).copied().unwrap_or(0),
+            depths.get(&b.probe).copied().unwrap_or(0),
+        );
         // Causal depth only reorders within fail/warn; a warn never overtakes a fail.
         a.status
             .cmp(&b.status)
-            .then_with(|| if matches!(a.status, Status::Fail | Status::Warn) { da.cmp(&db) } else { std::cmp::Ordering::Equal })
+            .then_with(|| {
+                if matches!(a.status, Status::Fail | Status::Warn) {
+                    da.cmp(&db)
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
             .then_with(|| a.priority.cmp(&b.priority))
             .then_with(|| a.id.cmp(&b.id))
     });

@@ -3,12 +3,12 @@
 //! in one shot. Data flows one way: playbook -> catalog -> (search, trees) -> probes ->
 //! findings -> (cli | ui).
 
-pub mod catalog;
-pub mod cli;
-pub mod search;
-pub mod findings;
-pub mod check;
-pub mod trees;
 pub mod app;
+pub mod catalog;
+pub mod check;
+pub mod cli;
+pub mod findings;
+pub mod search;
+pub mod trees;
 pub mod tui;
 pub mod ui;

@@ -17,7 +17,11 @@ fn fixture(name: &str) -> String {
 
 fn json_of(args: &[&str]) -> Value {
     let out = mlt().args(args).output().unwrap();
-    assert!(out.status.code().is_some_and(|c| c <= 1), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: not JSON: {e}"))
 }
 
@@ -33,31 +37,59 @@ fn search_json_has_the_contract_shape_and_ranks_v3_first_for_map_zero() {
         }
     }
     let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
-    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "best first: {scores:?}");
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "best first: {scores:?}"
+    );
 }
 
 #[test]
 fn search_plain_is_readable_and_handles_odd_input() {
-    mlt().args(["search", "loss stuck at ln vocab"]).assert().success().stdout(predicate::str::contains("S1.1"));
-    mlt().args(["search", "!!!"]).assert().success().stdout(predicate::str::contains("no entries match"));
-    mlt().args(["search", "loss", "--domain", "nope"]).assert().code(2).stderr(predicate::str::contains("unknown domain"));
+    mlt()
+        .args(["search", "loss stuck at ln vocab"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("S1.1"));
+    mlt()
+        .args(["search", "!!!"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no entries match"));
+    mlt()
+        .args(["search", "loss", "--domain", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown domain"));
     let long = "x".repeat(10_000);
     mlt().args(["search", &long, "--json"]).assert().success();
 }
 
 #[test]
 fn show_prints_fix_and_knobs_and_json() {
-    mlt().args(["show", "O9"]).assert().success().stdout(predicate::str::contains("Fix").and(predicate::str::contains("accum")));
+    mlt()
+        .args(["show", "O9"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Fix").and(predicate::str::contains("accum")));
     let v = json_of(&["show", "S1.1", "--json"]);
     assert_eq!(v["id"], "S1.1");
     assert!(v["leaves"].as_array().unwrap().len() >= 2);
-    mlt().args(["show", "ZZ99"]).assert().code(2).stderr(predicate::str::contains("no such entry"));
+    mlt()
+        .args(["show", "ZZ99"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no such entry"));
 }
 
 #[test]
 fn list_json_covers_every_seed_id() {
     let v = json_of(&["list", "--json"]);
-    let ids: Vec<&str> = v["entries"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
     for id in mltriage::catalog::lint::required_ids() {
         assert!(ids.contains(&id.as_str()), "missing {id}");
     }
@@ -70,38 +102,72 @@ fn list_json_covers_every_seed_id() {
 
 #[test]
 fn embedded_playbook_lints_clean() {
-    mlt().arg("lint").assert().success().stdout(predicate::str::contains("0 error(s)"));
+    mlt()
+        .arg("lint")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("0 error(s)"));
 }
 
 #[test]
 fn broken_user_playbook_gives_file_line_and_exit_2() {
     let dir = format!("{}/tests/bad_playbooks/broken", env!("CARGO_MANIFEST_DIR"));
-    let out = mlt().args(["--playbook", &dir, "search", "x"]).output().unwrap();
+    let out = mlt()
+        .args(["--playbook", &dir, "search", "x"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("mine.yaml:"), "{err}");
-    mlt().args(["lint", &dir]).assert().code(2).stderr(predicate::str::contains("mine.yaml:"));
+    mlt()
+        .args(["lint", &dir])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("mine.yaml:"));
 }
 
 #[test]
 fn duplicate_id_names_both_places() {
     let dir = format!("{}/tests/bad_playbooks/dup", env!("CARGO_MANIFEST_DIR"));
-    mlt().args(["--playbook", &dir, "list"]).assert().code(2).stderr(predicate::str::contains("b.yaml:3").and(predicate::str::contains("a.yaml:2")));
+    mlt()
+        .args(["--playbook", &dir, "list"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("b.yaml:3").and(predicate::str::contains("a.yaml:2")));
 }
 
 #[test]
 fn dangling_see_also_is_a_lint_error() {
-    let dir = format!("{}/tests/bad_playbooks/dangling", env!("CARGO_MANIFEST_DIR"));
-    mlt().args(["lint", &dir]).assert().code(2).stderr(predicate::str::contains("NOPE9"));
+    let dir = format!(
+        "{}/tests/bad_playbooks/dangling",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    mlt()
+        .args(["lint", &dir])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("NOPE9"));
 }
 
 #[test]
 fn lint_catches_cycle_unreachable_and_dangling_tree_nodes() {
     let base = format!("{}/tests/bad_trees", env!("CARGO_MANIFEST_DIR"));
-    mlt().args(["lint", &format!("{base}/cycle")]).assert().code(2).stderr(predicate::str::contains("cycle"));
-    mlt().args(["lint", &format!("{base}/unreachable")]).assert().code(2).stderr(predicate::str::contains("unreachable"));
-    mlt().args(["lint", &format!("{base}/dangling")]).assert().code(2).stderr(predicate::str::contains("nowhere"));
+    mlt()
+        .args(["lint", &format!("{base}/cycle")])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cycle"));
+    mlt()
+        .args(["lint", &format!("{base}/unreachable")])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unreachable"));
+    mlt()
+        .args(["lint", &format!("{base}/dangling")])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nowhere"));
 }
 
 #[test]
@@ -113,7 +179,11 @@ fn user_playbook_adds_and_overrides_entries() {
     )
     .unwrap();
     let p = dir.path().to_str().unwrap();
-    mlt().args(["--playbook", p, "show", "O9"]).assert().success().stdout(predicate::str::contains("divide by zebra"));
+    mlt()
+        .args(["--playbook", p, "show", "O9"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("divide by zebra"));
     let v = json_of(&["--playbook", p, "search", "zebra tokens", "--json"]);
     assert_eq!(v["hits"][0]["id"], "MY1");
 }
@@ -121,8 +191,21 @@ fn user_playbook_adds_and_overrides_entries() {
 #[test]
 fn trees_json_lists_the_seven_trees() {
     let v = json_of(&["trees", "--json"]);
-    let ids: Vec<&str> = v["trees"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
-    for t in ["stability", "convergence", "llm", "vision", "diffusion", "rl", "vlm"] {
+    let ids: Vec<&str> = v["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    for t in [
+        "stability",
+        "convergence",
+        "llm",
+        "vision",
+        "diffusion",
+        "rl",
+        "vlm",
+    ] {
         assert!(ids.contains(&t), "{t}");
     }
     for t in v["trees"].as_array().unwrap() {
@@ -150,13 +233,24 @@ fn walk_stability_on_bad_init_ends_at_an_init_fix() {
 
 #[test]
 fn walk_without_the_needed_answer_stops_with_exit_2() {
-    mlt().args(["walk", "llm"]).assert().code(2).stderr(predicate::str::contains("needs"));
-    mlt().args(["walk", "nosuchtree"]).assert().code(2).stderr(predicate::str::contains("no such tree"));
+    mlt()
+        .args(["walk", "llm"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("needs"));
+    mlt()
+        .args(["walk", "nosuchtree"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no such tree"));
 }
 
 #[test]
 fn check_json_shape_and_exit_codes() {
-    let out = mlt().args(["check", &fixture("lm_bad_init"), "--json"]).output().unwrap();
+    let out = mlt()
+        .args(["check", &fixture("lm_bad_init"), "--json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "a fail gives exit 1");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     for k in ["run", "device", "artifacts", "findings"] {
@@ -164,14 +258,30 @@ fn check_json_shape_and_exit_codes() {
     }
     let f = v["findings"].as_array().unwrap();
     for x in f {
-        for k in ["id", "status", "title", "probe", "measured", "expected", "evidence", "message"] {
+        for k in [
+            "id", "status", "title", "probe", "measured", "expected", "evidence", "message",
+        ] {
             assert!(x.get(k).is_some(), "finding lacks {k}");
         }
     }
-    let rank = |s: &str| ["fail", "warn", "pass", "skip"].iter().position(|x| *x == s).unwrap();
-    let ranks: Vec<usize> = f.iter().map(|x| rank(x["status"].as_str().unwrap())).collect();
-    assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "fails, then warns, then the rest: {ranks:?}");
-    mlt().args(["check", &fixture("hf_healthy")]).assert().code(0);
+    let rank = |s: &str| {
+        ["fail", "warn", "pass", "skip"]
+            .iter()
+            .position(|x| *x == s)
+            .unwrap()
+    };
+    let ranks: Vec<usize> = f
+        .iter()
+        .map(|x| rank(x["status"].as_str().unwrap()))
+        .collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] <= w[1]),
+        "fails, then warns, then the rest: {ranks:?}"
+    );
+    mlt()
+        .args(["check", &fixture("hf_healthy")])
+        .assert()
+        .code(0);
 }
 
 #[test]
@@ -179,21 +289,38 @@ fn bad_inputs_give_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("model.safetensors");
     std::fs::write(&bad, b"\xff\xff\xff\xff\xff\xff\xff\x3fgarbage").unwrap();
-    let out = mlt().args(["inspect", bad.to_str().unwrap()]).output().unwrap();
+    let out = mlt()
+        .args(["inspect", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("model.safetensors"), "{err}");
-    mlt().args(["check", "/definitely/not/here"]).assert().code(2).stderr(predicate::str::contains("/definitely/not/here"));
-    mlt().args(["check", &fixture("hf_healthy"), "--fact", "novalue"]).assert().code(2);
-    mlt().args(["check", &fixture("hf_healthy"), "--device", "tpu"]).assert().code(2);
+    mlt()
+        .args(["check", "/definitely/not/here"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("/definitely/not/here"));
+    mlt()
+        .args(["check", &fixture("hf_healthy"), "--fact", "novalue"])
+        .assert()
+        .code(2);
+    mlt()
+        .args(["check", &fixture("hf_healthy"), "--device", "tpu"])
+        .assert()
+        .code(2);
 }
 
 #[test]
 fn empty_run_dir_is_all_skips_and_exit_0() {
     let dir = tempfile::tempdir().unwrap();
     let v = json_of(&["check", dir.path().to_str().unwrap(), "--json"]);
-    assert!(v["findings"].as_array().unwrap().iter().all(|f| f["status"] == "skip"));
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["status"] == "skip"));
 }
 
 #[test]
@@ -201,6 +328,10 @@ fn probes_lists_every_probe_with_its_entries() {
     let v = json_of(&["probes", "--json"]);
     let p = v["probes"].as_array().unwrap();
     assert!(p.len() >= 40);
-    assert!(p.iter().all(|x| !x["entries"].as_array().unwrap().is_empty()));
-    assert!(p.iter().any(|x| x["id"] == "init_loss" && x["implemented"] == true));
+    assert!(p
+        .iter()
+        .all(|x| !x["entries"].as_array().unwrap().is_empty()));
+    assert!(p
+        .iter()
+        .any(|x| x["id"] == "init_loss" && x["implemented"] == true));
 }

@@ -25,7 +25,10 @@ fn vm_hwm_mb() -> f64 {
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
-    let dir = PathBuf::from(args.next().unwrap_or_else(|| "/tmp/mltriage-sharded".into()));
+    let dir = PathBuf::from(
+        args.next()
+            .unwrap_or_else(|| "/tmp/mltriage-sharded".into()),
+    );
     let gib: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(3.0);
     let shards: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(6);
     let index = dir.join("model.safetensors.index.json");
@@ -54,33 +57,52 @@ fn main() -> std::io::Result<()> {
             f.write_all(&(header.len() as u64).to_le_bytes())?;
             f.write_all(header.as_bytes())?;
             let mut x: u32 = 0x1234_5678 + s as u32;
-            let chunk: Vec<u8> = (0..per).map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                // bf16 with exponent near 1.0: mantissa noise, sign random.
-                if x % 2 == 0 { (x >> 8) as u8 } else { 0x3f | ((x as u8) & 0x80) }
-            }).collect();
+            let chunk: Vec<u8> = (0..per)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    // bf16 with exponent near 1.0: mantissa noise, sign random.
+                    if x % 2 == 0 {
+                        (x >> 8) as u8
+                    } else {
+                        0x3f | ((x as u8) & 0x80)
+                    }
+                })
+                .collect();
             for _ in 0..k {
                 f.write_all(&chunk)?;
             }
             t += k;
         }
-        std::fs::write(&index, serde_json::to_string(&serde_json::json!({"metadata": {}, "weight_map": weight_map}))?)?;
+        std::fs::write(
+            &index,
+            serde_json::to_string(&serde_json::json!({"metadata": {}, "weight_map": weight_map}))?,
+        )?;
     }
     let t = Instant::now();
     let tf = TensorFile::open(&index).map_err(|e| std::io::Error::other(e.to_string()))?;
     let mut largest = 0usize;
     let mut total = 0usize;
     for info in tf.tensors() {
-        let s = tf.stats(&info.name).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let s = tf
+            .stats(&info.name)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         std::hint::black_box(s);
         largest = largest.max(info.nbytes());
         total += info.nbytes();
     }
     let secs = t.elapsed().as_secs_f64();
-    println!("sharded_total_gb {:.2} ({} tensors, {} shards)", total as f64 / 1e9, tf.tensors().len(), shards);
-    println!("sharded_seconds {secs:.2} ({:.2} GB/s)", total as f64 / 1e9 / secs);
+    println!(
+        "sharded_total_gb {:.2} ({} tensors, {} shards)",
+        total as f64 / 1e9,
+        tf.tensors().len(),
+        shards
+    );
+    println!(
+        "sharded_seconds {secs:.2} ({:.2} GB/s)",
+        total as f64 / 1e9 / secs
+    );
     println!("sharded_largest_tensor_mb {:.1}", largest as f64 / 1e6);
     println!("sharded_peak_rss_mb {:.1}", vm_hwm_mb());
     Ok(())

@@ -22,10 +22,19 @@ fn vm_hwm_mb() -> f64 {
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
-    let out = PathBuf::from(args.next().unwrap_or_else(|| "/tmp/events.out.tfevents.bench".into()));
+    let out = PathBuf::from(
+        args.next()
+            .unwrap_or_else(|| "/tmp/events.out.tfevents.bench".into()),
+    );
     let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(775_000);
     if std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0) == 0 {
-        let tags: [&[u8]; 5] = [b"train/loss", b"train/grad_norm", b"train/learning_rate", b"train/epoch", b"eval/loss"];
+        let tags: [&[u8]; 5] = [
+            b"train/loss",
+            b"train/grad_norm",
+            b"train/learning_rate",
+            b"train/epoch",
+            b"eval/loss",
+        ];
         let mut w = std::io::BufWriter::new(std::fs::File::create(&out)?);
         let mut buf = Vec::new();
         encode::record(&mut buf, &encode::file_version_event(1.7e9));
@@ -36,7 +45,16 @@ fn main() -> std::io::Result<()> {
                 if written >= n {
                     break;
                 }
-                encode::record(&mut buf, &encode::scalar_event(step, 1.7e9 + step as f64 * 0.05, t, 1.0 / step as f64, encode::Style::SimpleValue));
+                encode::record(
+                    &mut buf,
+                    &encode::scalar_event(
+                        step,
+                        1.7e9 + step as f64 * 0.05,
+                        t,
+                        1.0 / step as f64,
+                        encode::Style::SimpleValue,
+                    ),
+                );
                 written += 1;
             }
             if buf.len() > 1 << 20 {
@@ -57,7 +75,11 @@ fn main() -> std::io::Result<()> {
         scalars = s.iter().map(|x| x.len()).sum::<usize>();
     }
     println!("tfevents_file {} {:.1} MB", out.display(), bytes / 1e6);
-    println!("tfevents_ours_s {best:.4} ({scalars} scalars, {:.0} MB/s, {:.2} M scalars/s)", bytes / 1e6 / best, scalars as f64 / best / 1e6);
+    println!(
+        "tfevents_ours_s {best:.4} ({scalars} scalars, {:.0} MB/s, {:.2} M scalars/s)",
+        bytes / 1e6 / best,
+        scalars as f64 / best / 1e6
+    );
     println!("tfevents_peak_rss_mb {:.1}", vm_hwm_mb());
     Ok(())
 }

@@ -45,7 +45,11 @@ pub struct Compute {
 
 impl Compute {
     pub fn cpu() -> Self {
-        Compute { device: Device::Cpu, label: "cpu".into(), note: None }
+        Compute {
+            device: Device::Cpu,
+            label: "cpu".into(),
+            note: None,
+        }
     }
 
     /// Choose the device once.
@@ -54,11 +58,17 @@ impl Compute {
             DeviceRequest::Cpu => Compute::cpu(),
             DeviceRequest::Auto => match try_cuda(0) {
                 Ok(c) => c,
-                Err(why) => Compute { note: Some(format!("no GPU used: {why}; computing on CPU")), ..Compute::cpu() },
+                Err(why) => Compute {
+                    note: Some(format!("no GPU used: {why}; computing on CPU")),
+                    ..Compute::cpu()
+                },
             },
             DeviceRequest::Cuda(n) => match try_cuda(n) {
                 Ok(c) => c,
-                Err(why) => Compute { note: Some(format!("cuda:{n} unavailable: {why}; fell back to CPU")), ..Compute::cpu() },
+                Err(why) => Compute {
+                    note: Some(format!("cuda:{n} unavailable: {why}; fell back to CPU")),
+                    ..Compute::cpu()
+                },
             },
         }
     }
@@ -71,8 +81,17 @@ impl Compute {
 #[cfg(feature = "cuda")]
 fn try_cuda(n: usize) -> Result<Compute, String> {
     match Device::new_cuda(n) {
-        Ok(d) => Ok(Compute { device: d, label: format!("cuda:{n}"), note: None }),
-        Err(e) => Err(e.to_string().lines().next().unwrap_or("CUDA error").to_string()),
+        Ok(d) => Ok(Compute {
+            device: d,
+            label: format!("cuda:{n}"),
+            note: None,
+        }),
+        Err(e) => Err(e
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("CUDA error")
+            .to_string()),
     }
 }
 
@@ -87,9 +106,15 @@ mod tests {
 
     #[test]
     fn parses_device_requests() {
-        assert_eq!("auto".parse::<DeviceRequest>().unwrap(), DeviceRequest::Auto);
+        assert_eq!(
+            "auto".parse::<DeviceRequest>().unwrap(),
+            DeviceRequest::Auto
+        );
         assert_eq!("CPU".parse::<DeviceRequest>().unwrap(), DeviceRequest::Cpu);
-        assert_eq!("cuda:3".parse::<DeviceRequest>().unwrap(), DeviceRequest::Cuda(3));
+        assert_eq!(
+            "cuda:3".parse::<DeviceRequest>().unwrap(),
+            DeviceRequest::Cuda(3)
+        );
         assert!("tpu".parse::<DeviceRequest>().is_err());
     }
 

@@ -21,17 +21,28 @@ pub enum ReadError {
 
 impl ReadError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
-        ReadError::Io { path: path.to_path_buf(), source }
+        ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
     pub fn format(path: &Path, msg: impl Into<String>) -> Self {
-        ReadError::Format { path: path.to_path_buf(), msg: msg.into() }
+        ReadError::Format {
+            path: path.to_path_buf(),
+            msg: msg.into(),
+        }
     }
     pub fn empty(path: &Path, msg: impl Into<String>) -> Self {
-        ReadError::Empty { path: path.to_path_buf(), msg: msg.into() }
+        ReadError::Empty {
+            path: path.to_path_buf(),
+            msg: msg.into(),
+        }
     }
     pub fn path(&self) -> &Path {
         match self {
-            ReadError::Io { path, .. } | ReadError::Format { path, .. } | ReadError::Empty { path, .. } => path,
+            ReadError::Io { path, .. }
+            | ReadError::Format { path, .. }
+            | ReadError::Empty { path, .. } => path,
         }
     }
 }

@@ -6,17 +6,38 @@ use std::collections::BTreeMap;
 
 /// Keys the probes understand (DESIGN.md §4.2). Others are kept verbatim.
 pub const KNOWN_KEYS: &[(&str, &str)] = &[
-    ("schedule", "constant | warmup_cosine | warmup_linear | step"),
+    (
+        "schedule",
+        "constant | warmup_cosine | warmup_linear | step",
+    ),
     ("warmup_steps", "optimizer steps of linear warmup"),
     ("lr_max", "peak learning rate"),
-    ("vocab_size", "vocabulary size V (init loss should be near ln V)"),
-    ("num_classes", "number of classes C (init loss should be near ln C)"),
-    ("from_scratch", "true | false: weights randomly initialised at step 0"),
+    (
+        "vocab_size",
+        "vocabulary size V (init loss should be near ln V)",
+    ),
+    (
+        "num_classes",
+        "number of classes C (init loss should be near ln C)",
+    ),
+    (
+        "from_scratch",
+        "true | false: weights randomly initialised at step 0",
+    ),
     ("phase", "sft | dpo | generation | pretrain"),
     ("packing", "true | false: several documents packed per row"),
-    ("accum_steps", "gradient accumulation micro-batches per optimizer step"),
-    ("frozen", "comma-separated tensor-name prefixes that should not change"),
-    ("stage", "VLM training stage: 1 (projector only) | 2 (LLM + projector)"),
+    (
+        "accum_steps",
+        "gradient accumulation micro-batches per optimizer step",
+    ),
+    (
+        "frozen",
+        "comma-separated tensor-name prefixes that should not change",
+    ),
+    (
+        "stage",
+        "VLM training stage: 1 (projector only) | 2 (LLM + projector)",
+    ),
     ("image_token_id", "token id of the image placeholder"),
     ("image_tokens_per_image", "tokens one image expands into"),
     ("max_grad_norm", "gradient clipping threshold"),
@@ -62,7 +83,9 @@ impl Facts {
         let mut f = Facts::new();
         for a in args {
             let a = a.as_ref();
-            let (k, v) = a.split_once('=').ok_or_else(|| FactSyntaxError(a.to_string()))?;
+            let (k, v) = a
+                .split_once('=')
+                .ok_or_else(|| FactSyntaxError(a.to_string()))?;
             let k = k.trim();
             if k.is_empty() {
                 return Err(FactSyntaxError(a.to_string()));
@@ -73,17 +96,29 @@ impl Facts {
     }
 
     pub fn set_user(&mut self, key: &str, value: &str) {
-        self.map.insert(key.to_string(), Fact { value: value.to_string(), source: FactSource::User });
+        self.map.insert(
+            key.to_string(),
+            Fact {
+                value: value.to_string(),
+                source: FactSource::User,
+            },
+        );
     }
 
     /// Record a fact read from an artifact unless the user already gave it.
     pub fn set_artifact(&mut self, key: &str, value: &str, file: &str) {
         match self.map.get(key) {
-            Some(Fact { source: FactSource::User, .. }) => {}
+            Some(Fact {
+                source: FactSource::User,
+                ..
+            }) => {}
             _ => {
                 self.map.insert(
                     key.to_string(),
-                    Fact { value: value.to_string(), source: FactSource::Artifact(file.to_string()) },
+                    Fact {
+                        value: value.to_string(),
+                        source: FactSource::Artifact(file.to_string()),
+                    },
                 );
             }
         }
@@ -105,7 +140,9 @@ impl Facts {
     }
 
     pub fn f64(&self, key: &str) -> Option<f64> {
-        self.get(key).and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite())
+        self.get(key)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| v.is_finite())
     }
 
     pub fn u64(&self, key: &str) -> Option<u64> {
@@ -123,7 +160,12 @@ impl Facts {
     /// Comma-separated list (empty items dropped).
     pub fn list(&self, key: &str) -> Vec<String> {
         self.get(key)
-            .map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

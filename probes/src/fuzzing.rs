@@ -15,8 +15,16 @@ pub struct Scratch {
 
 impl Scratch {
     pub fn new(name: &str, data: &[u8]) -> std::io::Result<Scratch> {
-        let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-        let dir = base.join(format!("mltriage-fuzz-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
+        let base = if Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = base.join(format!(
+            "mltriage-fuzz-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(name);
         std::fs::write(&path, data)?;
@@ -33,12 +41,17 @@ impl Drop for Scratch {
 fn check_error(e: &crate::ReadError, path: &Path) {
     let msg = e.to_string();
     assert!(!msg.contains('\n'), "multi-line error: {msg:?}");
-    assert!(msg.contains(&*path.to_string_lossy()), "error does not name the file: {msg}");
+    assert!(
+        msg.contains(&*path.to_string_lossy()),
+        "error does not name the file: {msg}"
+    );
 }
 
 /// safetensors header + data, then statistics of every tensor it declares.
 pub fn safetensors(data: &[u8]) {
-    let Ok(s) = Scratch::new("model.safetensors", data) else { return };
+    let Ok(s) = Scratch::new("model.safetensors", data) else {
+        return;
+    };
     match crate::tensors::TensorFile::open(&s.path) {
         Ok(tf) => {
             for t in tf.tensors().to_vec() {
@@ -53,7 +66,9 @@ pub fn safetensors(data: &[u8]) {
 
 /// A sharded index json naming shards (that mostly do not exist).
 pub fn safetensors_index(data: &[u8]) {
-    let Ok(s) = Scratch::new("model.safetensors.index.json", data) else { return };
+    let Ok(s) = Scratch::new("model.safetensors.index.json", data) else {
+        return;
+    };
     if let Err(e) = crate::tensors::TensorFile::open(&s.path) {
         check_error(&e, &s.path);
     }
@@ -66,7 +81,9 @@ pub fn pickle(data: &[u8]) {
 
 /// A torch zip checkpoint (zip + data.pkl + storages).
 pub fn torch_zip(data: &[u8]) {
-    let Ok(s) = Scratch::new("pytorch_model.bin", data) else { return };
+    let Ok(s) = Scratch::new("pytorch_model.bin", data) else {
+        return;
+    };
     match crate::tensors::TensorFile::open(&s.path) {
         Ok(tf) => {
             for t in tf.tensors().to_vec() {
@@ -80,7 +97,9 @@ pub fn torch_zip(data: &[u8]) {
 
 /// A TensorBoard event file.
 pub fn tfevents(data: &[u8]) {
-    let Ok(s) = Scratch::new("events.out.tfevents.1.host", data) else { return };
+    let Ok(s) = Scratch::new("events.out.tfevents.1.host", data) else {
+        return;
+    };
     if let Err(e) = crate::metrics::read_metrics_file(&s.path) {
         check_error(&e, &s.path);
     }
@@ -93,7 +112,9 @@ pub fn metrics_text(data: &[u8]) {
         1 => "metrics.jsonl",
         _ => "metrics.csv",
     };
-    let Ok(s) = Scratch::new(name, data.get(1..).unwrap_or(&[])) else { return };
+    let Ok(s) = Scratch::new(name, data.get(1..).unwrap_or(&[])) else {
+        return;
+    };
     if let Err(e) = crate::metrics::read_metrics_file(&s.path) {
         check_error(&e, &s.path);
     }

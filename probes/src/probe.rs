@@ -11,7 +11,9 @@ use crate::facts::Facts;
 use crate::run::Run;
 
 /// Outcome severity, ordered most important first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Fail,
@@ -53,7 +55,10 @@ pub struct Evidence {
 
 impl Evidence {
     pub fn file(path: impl Into<PathBuf>) -> Self {
-        Evidence { file: Some(path.into()), ..Default::default() }
+        Evidence {
+            file: Some(path.into()),
+            ..Default::default()
+        }
     }
     pub fn steps(mut self, a: u64, b: u64) -> Self {
         self.steps = Some((a, b));
@@ -74,7 +79,11 @@ impl Evidence {
             parts.push(f.display().to_string());
         }
         if let Some((a, b)) = self.steps {
-            parts.push(if a == b { format!("step {a}") } else { format!("steps {a}..{b}") });
+            parts.push(if a == b {
+                format!("step {a}")
+            } else {
+                format!("steps {a}..{b}")
+            });
         }
         if let Some(t) = &self.tensor {
             parts.push(t.clone());
@@ -174,7 +183,8 @@ impl Params {
         self
     }
     pub fn with_text(mut self, key: &str, v: &str) -> Self {
-        self.map.insert(key.to_string(), ParamValue::Text(v.to_string()));
+        self.map
+            .insert(key.to_string(), ParamValue::Text(v.to_string()));
         self
     }
     pub fn insert(&mut self, key: &str, v: ParamValue) {
@@ -183,15 +193,27 @@ impl Params {
     pub fn f64(&self, key: &str) -> Result<f64, ParamError> {
         match self.map.get(key) {
             Some(ParamValue::Num(v)) => Ok(*v),
-            Some(ParamValue::Text(_)) => Err(ParamError { key: key.into(), msg: "expected a number".into() }),
-            None => Err(ParamError { key: key.into(), msg: "missing from the playbook".into() }),
+            Some(ParamValue::Text(_)) => Err(ParamError {
+                key: key.into(),
+                msg: "expected a number".into(),
+            }),
+            None => Err(ParamError {
+                key: key.into(),
+                msg: "missing from the playbook".into(),
+            }),
         }
     }
     pub fn text(&self, key: &str) -> Result<&str, ParamError> {
         match self.map.get(key) {
             Some(ParamValue::Text(v)) => Ok(v),
-            Some(ParamValue::Num(_)) => Err(ParamError { key: key.into(), msg: "expected text".into() }),
-            None => Err(ParamError { key: key.into(), msg: "missing from the playbook".into() }),
+            Some(ParamValue::Num(_)) => Err(ParamError {
+                key: key.into(),
+                msg: "expected text".into(),
+            }),
+            None => Err(ParamError {
+                key: key.into(),
+                msg: "missing from the playbook".into(),
+            }),
         }
     }
     pub fn keys(&self) -> impl Iterator<Item = &str> {
@@ -237,7 +259,12 @@ impl std::fmt::Debug for ProbeSpec {
 /// Run one probe, turning a threshold error or a panic-free empty result into a `skip`.
 pub fn run_probe(spec: &ProbeSpec, ctx: &ProbeCtx) -> Vec<Verdict> {
     for key in spec.params {
-        if let Err(e) = ctx.params.f64(key).map(|_| ()).or_else(|_| ctx.params.text(key).map(|_| ())) {
+        if let Err(e) = ctx
+            .params
+            .f64(key)
+            .map(|_| ())
+            .or_else(|_| ctx.params.text(key).map(|_| ()))
+        {
             return vec![Verdict::skip(spec.entries[0], format!("playbook: {e}"))];
         }
     }

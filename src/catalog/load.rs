@@ -169,6 +169,24 @@ fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
     }
 }
 
+/// Fuzz entry: arbitrary bytes as a playbook file, then lint what parsed. Never panics.
+pub fn fuzz_yaml(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let mut raw = RawPlaybook::default();
+    if parse_file(Path::new("fuzz.yaml"), text, &mut raw).is_ok() {
+        let cat = super::Catalog::from_raw(raw);
+        let _ = super::lint::lint(
+            &cat,
+            &super::lint::LintOptions {
+                implemented: &[],
+                complete: false,
+            },
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,15 +215,5 @@ mod tests {
         parse_file(Path::new("x.yaml"), text, &mut raw).unwrap();
         assert_eq!(raw.entries[0].origin.line, 2);
         assert_eq!(raw.entries[1].origin.line, 8);
-    }
-}
-
-/// Fuzz entry: arbitrary bytes as a playbook file, then lint what parsed. Never panics.
-pub fn fuzz_yaml(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let mut raw = RawPlaybook::default();
-    if parse_file(Path::new("fuzz.yaml"), text, &mut raw).is_ok() {
-        let cat = super::Catalog::from_raw(raw);
-        let _ = super::lint::lint(&cat, &super::lint::LintOptions { implemented: &[], complete: false });
     }
 }

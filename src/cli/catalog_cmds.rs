@@ -130,7 +130,11 @@ pub fn render_entry(cat: &Catalog, e: &Entry, st: &Style) -> String {
     if !e.leaves.is_empty() {
         s.push_str(&format!("{}\n", st.cyan("Branches")));
         for l in &e.leaves {
-            s.push_str(&wrap(&format!("• if {} → {}", l.when, l.then), st.width, "  "));
+            s.push_str(&wrap(
+                &format!("• if {} → {}", l.when, l.then),
+                st.width,
+                "  ",
+            ));
         }
     }
     if !e.knobs.is_empty() {

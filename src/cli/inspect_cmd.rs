@@ -27,13 +27,23 @@ fn series_json(s: &Series) -> J {
 }
 
 fn series_table(series: &[&Series], st: &Style) -> String {
-    let mut s = format!("{}\n", st.bold(&format!("{:<28} {:>6} {:>13} {:>11} {:>11} {:>11} {:>11}", "series (tag)", "points", "steps", "first", "last", "min", "max")));
+    let mut s = format!(
+        "{}\n",
+        st.bold(&format!(
+            "{:<28} {:>6} {:>13} {:>11} {:>11} {:>11} {:>11}",
+            "series (tag)", "points", "steps", "first", "last", "min", "max"
+        ))
+    );
     for x in series {
         let steps = match (x.first(), x.last()) {
             (Some(a), Some(b)) => format!("{}..{}", a.step, b.step),
             _ => "-".into(),
         };
-        let name = if x.name == x.tag { x.name.clone() } else { format!("{} ({})", x.name, x.tag) };
+        let name = if x.name == x.tag {
+            x.name.clone()
+        } else {
+            format!("{} ({})", x.name, x.tag)
+        };
         s.push_str(&format!(
             "{:<28} {:>6} {:>13} {:>11} {:>11} {:>11} {:>11}\n",
             name,
@@ -53,14 +63,21 @@ fn inspect_tensors(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCo
     let mut rows = Vec::new();
     let mut text = format!(
         "{}\n",
-        st.bold(&format!("{:<44} {:>5} {:>14} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5}", "tensor", "dtype", "shape", "mean", "std", "min", "max", "zero%", "nan/inf"))
+        st.bold(&format!(
+            "{:<44} {:>5} {:>14} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5}",
+            "tensor", "dtype", "shape", "mean", "std", "min", "max", "zero%", "nan/inf"
+        ))
     );
     for t in tf.tensors() {
         let stats = tf.stats(&t.name).map_err(fail)?;
         let shape = format!("{:?}", t.shape);
         rows.push(json!({"name": t.name, "dtype": t.dtype.name(), "shape": t.shape, "count": stats.count, "mean": stats.mean, "std": stats.std,
             "min": stats.min, "max": stats.max, "absmax": stats.absmax, "zero_frac": stats.zero_frac(), "nan": stats.nan, "inf": stats.inf, "l2": stats.l2}));
-        let name = if t.name.chars().count() > 44 { format!("…{}", &t.name[t.name.len().saturating_sub(43)..]) } else { t.name.clone() };
+        let name = if t.name.chars().count() > 44 {
+            format!("…{}", &t.name[t.name.len().saturating_sub(43)..])
+        } else {
+            t.name.clone()
+        };
         let nonfinite = stats.nan + stats.inf;
         text.push_str(&format!(
             "{:<44} {:>5} {:>14} {:>10} {:>10} {:>10} {:>10} {:>6.1} {:>5}\n",
@@ -72,13 +89,21 @@ fn inspect_tensors(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCo
             fmt(stats.min),
             fmt(stats.max),
             100.0 * stats.zero_frac(),
-            if nonfinite > 0 { st.red(&nonfinite.to_string()) } else { "0".into() }
+            if nonfinite > 0 {
+                st.red(&nonfinite.to_string())
+            } else {
+                "0".into()
+            }
         ));
     }
     if json {
         emit_json(&json!({"path": path.to_string_lossy(), "kind": "tensors", "tensors": rows}));
     } else {
-        text.push_str(&st.dim(&format!("{} tensors in {}\n", tf.tensors().len(), path.display())));
+        text.push_str(&st.dim(&format!(
+            "{} tensors in {}\n",
+            tf.tensors().len(),
+            path.display()
+        )));
         emit(&text);
     }
     Ok(0)
@@ -103,7 +128,13 @@ fn inspect_optimizer(path: &Path, json: bool, st: &Style) -> anyhow::Result<Exit
         ));
     }
     let mut states = Vec::new();
-    text.push_str(&format!("{}\n", st.bold(&format!("{:>5} {:>5} {:>16} {:>6} {:>8} {:>11} {:>11}", "param", "group", "shape", "dtype", "step", "||m||", "||v||"))));
+    text.push_str(&format!(
+        "{}\n",
+        st.bold(&format!(
+            "{:>5} {:>5} {:>16} {:>6} {:>8} {:>11} {:>11}",
+            "param", "group", "shape", "dtype", "step", "||m||", "||v||"
+        ))
+    ));
     for (id, s) in &o.state {
         let m = s.exp_avg.as_ref().and_then(|t| o.l2_norm(t).ok());
         let v = s.exp_avg_sq.as_ref().and_then(|t| o.l2_norm(t).ok());
@@ -122,10 +153,16 @@ fn inspect_optimizer(path: &Path, json: bool, st: &Style) -> anyhow::Result<Exit
     }
     let missing = o.params_without_state();
     if json {
-        emit_json(&json!({"path": path.to_string_lossy(), "kind": "optimizer", "groups": groups, "state": states, "params_without_state": missing}));
+        emit_json(
+            &json!({"path": path.to_string_lossy(), "kind": "optimizer", "groups": groups, "state": states, "params_without_state": missing}),
+        );
     } else {
         if !missing.is_empty() {
-            text.push_str(&st.yellow(&format!("{} param(s) in groups without state: {:?}\n", missing.len(), missing)));
+            text.push_str(&st.yellow(&format!(
+                "{} param(s) in groups without state: {:?}\n",
+                missing.len(),
+                missing
+            )));
         }
         emit(&text);
     }
@@ -146,7 +183,9 @@ fn inspect_pickle(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
 fn inspect_metrics(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
     let series = read_metrics_file(path).map_err(fail)?;
     if json {
-        emit_json(&json!({"path": path.to_string_lossy(), "kind": "metrics", "series": series.iter().map(series_json).collect::<Vec<_>>()}));
+        emit_json(
+            &json!({"path": path.to_string_lossy(), "kind": "metrics", "series": series.iter().map(series_json).collect::<Vec<_>>()}),
+        );
     } else {
         let refs: Vec<&Series> = series.iter().collect();
         emit(&series_table(&refs, st));
@@ -160,8 +199,10 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
     let metrics = run.metrics();
     let problems = run.problems();
     if json {
-        emit_json(&json!({"path": path.to_string_lossy(), "kind": "run", "artifacts": run.artifacts, "checkpoints": run.checkpoints,
-            "series": metrics.series.iter().map(series_json).collect::<Vec<_>>(), "facts": facts, "problems": problems}));
+        emit_json(
+            &json!({"path": path.to_string_lossy(), "kind": "run", "artifacts": run.artifacts, "checkpoints": run.checkpoints,
+            "series": metrics.series.iter().map(series_json).collect::<Vec<_>>(), "facts": facts, "problems": problems}),
+        );
         return Ok(0);
     }
     let mut s = format!("{} {}\n", st.bold("run"), path.display());
@@ -170,18 +211,42 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
     }
     for a in &run.artifacts {
         let rel = a.path.strip_prefix(&run.root).unwrap_or(&a.path);
-        s.push_str(&format!("  {:<18} {:>10}  {}{}\n", a.kind.as_str(), a.bytes, rel.display(), a.step.map(|x| st.dim(&format!("  step {x}"))).unwrap_or_default()));
+        s.push_str(&format!(
+            "  {:<18} {:>10}  {}{}\n",
+            a.kind.as_str(),
+            a.bytes,
+            rel.display(),
+            a.step
+                .map(|x| st.dim(&format!("  step {x}")))
+                .unwrap_or_default()
+        ));
     }
     if !run.checkpoints.is_empty() {
         s.push_str(&format!("{}\n", st.bold("checkpoints")));
         for c in &run.checkpoints {
             let mut parts = vec![format!("{} weight file(s)", c.weights.len())];
-            for (n, p) in [("optimizer", &c.optimizer), ("scheduler", &c.scheduler), ("trainer_state", &c.trainer_state), ("config", &c.config)] {
+            for (n, p) in [
+                ("optimizer", &c.optimizer),
+                ("scheduler", &c.scheduler),
+                ("trainer_state", &c.trainer_state),
+                ("config", &c.config),
+            ] {
                 if p.is_some() {
                     parts.push(n.into());
                 }
             }
-            s.push_str(&format!("  step {:<8} {}{}\n", c.step, parts.join(", "), if c.is_init { st.dim(" (init)") } else if c.is_final { st.dim(" (final)") } else { String::new() }));
+            s.push_str(&format!(
+                "  step {:<8} {}{}\n",
+                c.step,
+                parts.join(", "),
+                if c.is_init {
+                    st.dim(" (init)")
+                } else if c.is_final {
+                    st.dim(" (final)")
+                } else {
+                    String::new()
+                }
+            ));
         }
     }
     if !metrics.series.is_empty() {
@@ -208,17 +273,31 @@ pub fn inspect(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
     if meta.is_dir() {
         return inspect_run(path, json, st);
     }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match classify(&name) {
-        ArtifactKind::TrainerState | ArtifactKind::TfEvents | ArtifactKind::MetricsCsv | ArtifactKind::Csv | ArtifactKind::Jsonl => inspect_metrics(path, json, st),
+        ArtifactKind::TrainerState
+        | ArtifactKind::TfEvents
+        | ArtifactKind::MetricsCsv
+        | ArtifactKind::Csv
+        | ArtifactKind::Jsonl => inspect_metrics(path, json, st),
         ArtifactKind::Optimizer => inspect_optimizer(path, json, st),
-        ArtifactKind::Scheduler | ArtifactKind::TrainingArgs | ArtifactKind::RngState => inspect_pickle(path, json),
+        ArtifactKind::Scheduler | ArtifactKind::TrainingArgs | ArtifactKind::RngState => {
+            inspect_pickle(path, json)
+        }
         ArtifactKind::ModelConfig => {
             let c = ModelConfig::read(path).map_err(fail)?;
             if json {
-                emit_json(&json!({"path": path.to_string_lossy(), "kind": "config", "config": c.raw}));
+                emit_json(
+                    &json!({"path": path.to_string_lossy(), "kind": "config", "config": c.raw}),
+                );
             } else {
-                emit(&format!("{}\n", serde_json::to_string_pretty(&c.raw).unwrap_or_default()));
+                emit(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&c.raw).unwrap_or_default()
+                ));
             }
             Ok(0)
         }

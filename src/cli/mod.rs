@@ -4,8 +4,8 @@
 pub mod catalog_cmds;
 pub mod inspect_cmd;
 pub mod run_cmds;
-pub mod tree_cmds;
 pub mod style;
+pub mod tree_cmds;
 
 use std::path::PathBuf;
 
@@ -182,13 +182,45 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cat = load_catalog(&cli)?;
             catalog_cmds::list(&cat, domain.as_deref(), *json, &style)
         }
-        Some(Command::Check { run, facts, baseline, device, all, json }) => {
+        Some(Command::Check {
+            run,
+            facts,
+            baseline,
+            device,
+            all,
+            json,
+        }) => {
             let cat = load_catalog(&cli)?;
-            run_cmds::check_cmd(&cat, run, facts, baseline.as_deref(), device, *json, *all, &style)
+            run_cmds::check_cmd(
+                &cat,
+                run,
+                facts,
+                baseline.as_deref(),
+                device,
+                *json,
+                *all,
+                &style,
+            )
         }
-        Some(Command::Probe { id, run, facts, baseline, device, json }) => {
+        Some(Command::Probe {
+            id,
+            run,
+            facts,
+            baseline,
+            device,
+            json,
+        }) => {
             let cat = load_catalog(&cli)?;
-            run_cmds::probe_cmd(&cat, id, run, facts, baseline.as_deref(), device, *json, &style)
+            run_cmds::probe_cmd(
+                &cat,
+                id,
+                run,
+                facts,
+                baseline.as_deref(),
+                device,
+                *json,
+                &style,
+            )
         }
         Some(Command::Probes { json }) => {
             let cat = load_catalog(&cli)?;
@@ -198,9 +230,27 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cat = load_catalog(&cli)?;
             tree_cmds::trees(&cat, *json, &style)
         }
-        Some(Command::Walk { tree, run, facts, answers, baseline, device, json }) => {
+        Some(Command::Walk {
+            tree,
+            run,
+            facts,
+            answers,
+            baseline,
+            device,
+            json,
+        }) => {
             let cat = load_catalog(&cli)?;
-            tree_cmds::walk(&cat, tree, run.as_deref(), facts, answers, baseline.as_deref(), device, *json, &style)
+            tree_cmds::walk(
+                &cat,
+                tree,
+                run.as_deref(),
+                facts,
+                answers,
+                baseline.as_deref(),
+                device,
+                *json,
+                &style,
+            )
         }
         Some(Command::Inspect { path, json }) => inspect_cmd::inspect(path, *json, &style),
         None if cli.show_paths => {
@@ -217,7 +267,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
                 if let Some(r) = &cli.run {
                     if !r.exists() {
-                        return Err(UsageError(format!("{}: no such file or directory", r.display())).into());
+                        return Err(UsageError(format!(
+                            "{}: no such file or directory",
+                            r.display()
+                        ))
+                        .into());
                     }
                 }
                 let opts = crate::tui::TuiOptions {

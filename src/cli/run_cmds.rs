@@ -26,7 +26,9 @@ pub fn parse_facts(args: &[String]) -> anyhow::Result<Facts> {
 }
 
 pub fn compute(device: &str) -> anyhow::Result<Compute> {
-    let req: DeviceRequest = device.parse().map_err(|e: mltriage_probes::device::DeviceSyntaxError| UsageError(e.to_string()))?;
+    let req: DeviceRequest = device
+        .parse()
+        .map_err(|e: mltriage_probes::device::DeviceSyntaxError| UsageError(e.to_string()))?;
     Ok(Compute::select(req))
 }
 
@@ -40,22 +42,43 @@ pub fn mark(s: Status, st: &Style) -> String {
 }
 
 fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
-    let mut s = format!("{} {:<5} {}  {}\n", mark(f.status, st), st.bold(&f.id), f.title, st.dim(&format!("[{}]", f.probe)));
+    let mut s = format!(
+        "{} {:<5} {}  {}\n",
+        mark(f.status, st),
+        st.bold(&f.id),
+        f.title,
+        st.dim(&format!("[{}]", f.probe))
+    );
     if !f.measured.is_empty() {
-        s.push_str(&wrap(&format!("measured: {}", f.measured), st.width, "      "));
+        s.push_str(&wrap(
+            &format!("measured: {}", f.measured),
+            st.width,
+            "      ",
+        ));
     }
     if !f.expected.is_empty() && f.status != Status::Skip {
-        s.push_str(&wrap(&format!("expected: {}", f.expected), st.width, "      "));
+        s.push_str(&wrap(
+            &format!("expected: {}", f.expected),
+            st.width,
+            "      ",
+        ));
     }
     if !f.message.is_empty() {
         s.push_str(&wrap(&f.message, st.width, "      "));
     }
     if !f.explained_by.is_empty() {
-        s.push_str(&st.dim(&format!("      likely a consequence of: {}\n", f.explained_by.join(", "))));
+        s.push_str(&st.dim(&format!(
+            "      likely a consequence of: {}\n",
+            f.explained_by.join(", ")
+        )));
     }
     if verbose || matches!(f.status, Status::Fail | Status::Warn) {
         for e in f.evidence.iter().take(3) {
-            s.push_str(&st.dim(&wrap(&format!("evidence: {}", e.render()), st.width, "      ")));
+            s.push_str(&st.dim(&wrap(
+                &format!("evidence: {}", e.render()),
+                st.width,
+                "      ",
+            )));
         }
     }
     s
@@ -63,10 +86,22 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
 
 pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     let mut s = format!("{} {}\n", st.bold("run"), r.run);
-    s.push_str(&format!("{} {}{}\n", st.bold("device"), r.device, r.device_note.as_ref().map(|n| format!(" — {n}")).unwrap_or_default()));
+    s.push_str(&format!(
+        "{} {}{}\n",
+        st.bold("device"),
+        r.device,
+        r.device_note
+            .as_ref()
+            .map(|n| format!(" — {n}"))
+            .unwrap_or_default()
+    ));
     let ck = r.artifacts.iter().filter(|a| a.kind.is_weights()).count();
     let logs = r.artifacts.iter().filter(|a| a.kind.is_metrics()).count();
-    s.push_str(&format!("{} {} files: {logs} metric log(s), {ck} weight file(s)\n", st.bold("artifacts"), r.artifacts.len()));
+    s.push_str(&format!(
+        "{} {} files: {logs} metric log(s), {ck} weight file(s)\n",
+        st.bold("artifacts"),
+        r.artifacts.len()
+    ));
     for p in &r.problems {
         s.push_str(&st.yellow(&format!("unreadable: {p}\n")));
     }
@@ -83,7 +118,11 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
         r.count(Status::Warn),
         r.count(Status::Pass),
         skips,
-        if skips > 0 && !all { " (skips hidden: --all shows them with the reason)" } else { "" }
+        if skips > 0 && !all {
+            " (skips hidden: --all shows them with the reason)"
+        } else {
+            ""
+        }
     ));
     if let Some(f) = r.findings.iter().find(|f| f.status == Status::Fail) {
         s.push_str(&format!("next: `mltriage show {}` for the fix\n", f.id));
@@ -92,7 +131,16 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn check_cmd(cat: &Catalog, run: &Path, facts: &[String], baseline: Option<&Path>, device: &str, json: bool, all: bool, st: &Style) -> anyhow::Result<ExitCode> {
+pub fn check_cmd(
+    cat: &Catalog,
+    run: &Path,
+    facts: &[String],
+    baseline: Option<&Path>,
+    device: &str,
+    json: bool,
+    all: bool,
+    st: &Style,
+) -> anyhow::Result<ExitCode> {
     let facts = parse_facts(facts)?;
     let compute = compute(device)?;
     let run = open_run(run)?;
@@ -107,13 +155,32 @@ pub fn check_cmd(cat: &Catalog, run: &Path, facts: &[String], baseline: Option<&
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn probe_cmd(cat: &Catalog, id: &str, run: &Path, facts: &[String], baseline: Option<&Path>, device: &str, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
+pub fn probe_cmd(
+    cat: &Catalog,
+    id: &str,
+    run: &Path,
+    facts: &[String],
+    baseline: Option<&Path>,
+    device: &str,
+    json: bool,
+    st: &Style,
+) -> anyhow::Result<ExitCode> {
     if spec(id).is_none() {
-        let known: Vec<&str> = mltriage_probes::probes::all().iter().map(|s| s.id).collect();
-        return Err(UsageError(format!("probe {id:?}: no such probe (known: {})", known.join(", "))).into());
+        let known: Vec<&str> = mltriage_probes::probes::all()
+            .iter()
+            .map(|s| s.id)
+            .collect();
+        return Err(UsageError(format!(
+            "probe {id:?}: no such probe (known: {})",
+            known.join(", ")
+        ))
+        .into());
     }
     if cat.probe(id).is_none() {
-        return Err(UsageError(format!("probe {id:?}: the playbook defines no thresholds for it")).into());
+        return Err(UsageError(format!(
+            "probe {id:?}: the playbook defines no thresholds for it"
+        ))
+        .into());
     }
     let user = parse_facts(facts)?;
     let compute = compute(device)?;
@@ -123,7 +190,9 @@ pub fn probe_cmd(cat: &Catalog, id: &str, run: &Path, facts: &[String], baseline
     let mut findings = run_one(cat, id, &run, &facts, &compute, base.as_ref()).unwrap_or_default();
     order(cat, &mut findings);
     if json {
-        emit_json(&json!({"run": run.root.to_string_lossy(), "device": compute.label, "probe": id, "findings": findings}));
+        emit_json(
+            &json!({"run": run.root.to_string_lossy(), "device": compute.label, "probe": id, "findings": findings}),
+        );
     } else {
         let mut s = String::new();
         for f in &findings {
@@ -131,7 +200,11 @@ pub fn probe_cmd(cat: &Catalog, id: &str, run: &Path, facts: &[String], baseline
         }
         emit(&s);
     }
-    Ok(if findings.iter().any(|f| f.status == Status::Fail) { 1 } else { 0 })
+    Ok(if findings.iter().any(|f| f.status == Status::Fail) {
+        1
+    } else {
+        0
+    })
 }
 
 pub fn probes_cmd(cat: &Catalog, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
@@ -158,11 +231,24 @@ pub fn probes_cmd(cat: &Catalog, json: bool, st: &Style) -> anyhow::Result<ExitC
     }
     let mut s = String::new();
     for (p, sp) in rows {
-        let state = if sp.is_some() { String::new() } else { st.dim(" (not implemented yet)") };
-        s.push_str(&format!("{:<20} {}{}\n", st.bold(&p.id), p.entries.join(", "), state));
+        let state = if sp.is_some() {
+            String::new()
+        } else {
+            st.dim(" (not implemented yet)")
+        };
+        s.push_str(&format!(
+            "{:<20} {}{}\n",
+            st.bold(&p.id),
+            p.entries.join(", "),
+            state
+        ));
         s.push_str(&wrap(&p.question, st.width, "    "));
         if let Some(sp) = sp {
-            s.push_str(&st.dim(&wrap(&format!("reads: {}", sp.inputs.join(", ")), st.width, "    ")));
+            s.push_str(&st.dim(&wrap(
+                &format!("reads: {}", sp.inputs.join(", ")),
+                st.width,
+                "    ",
+            )));
         }
     }
     emit(&s);

@@ -16,15 +16,26 @@ use crate::trees::auto::{auto_walk, Inputs};
 
 pub fn trees(cat: &Catalog, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
     if json {
-        let v: Vec<_> = cat.trees.iter().map(|t| json!({"id": t.id, "title": t.title, "root": t.root, "nodes": t.nodes.len()})).collect();
+        let v: Vec<_> = cat
+            .trees
+            .iter()
+            .map(|t| json!({"id": t.id, "title": t.title, "root": t.root, "nodes": t.nodes.len()}))
+            .collect();
         emit_json(&json!({"trees": v}));
         return Ok(0);
     }
     let mut s = String::new();
     for t in &cat.trees {
-        s.push_str(&format!("{:<12} {}  {}\n", st.bold(&t.id), t.title, st.dim(&format!("({} nodes)", t.nodes.len()))));
+        s.push_str(&format!(
+            "{:<12} {}  {}\n",
+            st.bold(&t.id),
+            t.title,
+            st.dim(&format!("({} nodes)", t.nodes.len()))
+        ));
     }
-    s.push_str(&st.dim("\n`mltriage walk TREE RUN` walks one with the run's artifacts answering.\n"));
+    s.push_str(
+        &st.dim("\n`mltriage walk TREE RUN` walks one with the run's artifacts answering.\n"),
+    );
     emit(&s);
     Ok(0)
 }
@@ -32,17 +43,33 @@ pub fn trees(cat: &Catalog, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
 fn parse_answers(args: &[String]) -> anyhow::Result<HashMap<String, String>> {
     let mut m = HashMap::new();
     for a in args {
-        let (k, v) = a.split_once('=').ok_or_else(|| UsageError(format!("--answer {a:?}: expected NODE=LABEL")))?;
+        let (k, v) = a
+            .split_once('=')
+            .ok_or_else(|| UsageError(format!("--answer {a:?}: expected NODE=LABEL")))?;
         m.insert(k.trim().to_string(), v.trim().to_string());
     }
     Ok(m)
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn walk(cat: &Catalog, tree: &str, run: Option<&Path>, facts: &[String], answers: &[String], baseline: Option<&Path>, device: &str, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
+pub fn walk(
+    cat: &Catalog,
+    tree: &str,
+    run: Option<&Path>,
+    facts: &[String],
+    answers: &[String],
+    baseline: Option<&Path>,
+    device: &str,
+    json: bool,
+    st: &Style,
+) -> anyhow::Result<ExitCode> {
     if cat.tree(tree).is_none() {
         let ids: Vec<&str> = cat.trees.iter().map(|t| t.id.as_str()).collect();
-        return Err(UsageError(format!("walk {tree:?}: no such tree (trees: {})", ids.join(", "))).into());
+        return Err(UsageError(format!(
+            "walk {tree:?}: no such tree (trees: {})",
+            ids.join(", ")
+        ))
+        .into());
     }
     let user = parse_facts(facts)?;
     let answers = parse_answers(answers)?;
@@ -53,7 +80,17 @@ pub fn walk(cat: &Catalog, tree: &str, run: Option<&Path>, facts: &[String], ans
         Some(r) => effective_facts(r, &user),
         None => user,
     };
-    let res = auto_walk(cat, tree, &Inputs { run: run.as_ref(), facts: &facts, compute: &compute, baseline: base.as_ref(), answers: &answers })?;
+    let res = auto_walk(
+        cat,
+        tree,
+        &Inputs {
+            run: run.as_ref(),
+            facts: &facts,
+            compute: &compute,
+            baseline: base.as_ref(),
+            answers: &answers,
+        },
+    )?;
     if json {
         emit_json(&serde_json::to_value(&res)?);
     } else {
@@ -61,36 +98,69 @@ pub fn walk(cat: &Catalog, tree: &str, run: Option<&Path>, facts: &[String], ans
         let mut s = format!("{} {}\n\n", st.bold(&res.tree), t);
         for (i, p) in res.path.iter().enumerate() {
             s.push_str(&format!("{:>2}. {}\n", i + 1, p.question));
-            let m = if p.measured.is_empty() { String::new() } else { format!("{} — ", p.measured) };
-            s.push_str(&wrap(&format!("→ {} {}", st.bold(&p.answer), st.dim(&format!("({m}{})", p.source))), st.width, "    "));
+            let m = if p.measured.is_empty() {
+                String::new()
+            } else {
+                format!("{} — ", p.measured)
+            };
+            s.push_str(&wrap(
+                &format!(
+                    "→ {} {}",
+                    st.bold(&p.answer),
+                    st.dim(&format!("({m}{})", p.source))
+                ),
+                st.width,
+                "    ",
+            ));
         }
         if let Some(c) = &res.conclusion {
             s.push('\n');
             if !c.id.is_empty() {
-                s.push_str(&format!("{} {} {}\n", st.cyan("Conclusion:"), st.bold(&c.id), c.title));
+                s.push_str(&format!(
+                    "{} {} {}\n",
+                    st.cyan("Conclusion:"),
+                    st.bold(&c.id),
+                    c.title
+                ));
             }
             if let Some(n) = &c.note {
                 s.push_str(&wrap(n, st.width, "  "));
             }
             if !c.fix.is_empty() {
-                s.push_str(&format!("{}\n{}", st.cyan("Fix"), wrap(&c.fix, st.width, "  ")));
+                s.push_str(&format!(
+                    "{}\n{}",
+                    st.cyan("Fix"),
+                    wrap(&c.fix, st.width, "  ")
+                ));
             }
             for k in &c.knobs {
                 s.push_str(&format!("  • {}\n", st.yellow(k)));
             }
         }
         if let Some(stop) = &res.stopped {
-            s.push_str(&format!("\n{} at {}: {}\n", st.yellow("stopped"), stop.node, stop.question));
+            s.push_str(&format!(
+                "\n{} at {}: {}\n",
+                st.yellow("stopped"),
+                stop.node,
+                stop.question
+            ));
             s.push_str(&format!("  needs {}\n", stop.needs));
             if !stop.options.is_empty() {
-                s.push_str(&format!("  answer with --answer {}=<{}>\n", stop.node, stop.options.join("|")));
+                s.push_str(&format!(
+                    "  answer with --answer {}=<{}>\n",
+                    stop.node,
+                    stop.options.join("|")
+                ));
             }
         }
         emit(&s);
     }
     if let Some(stop) = &res.stopped {
         if !json {
-            eprintln!("mltriage: walk {tree}: stopped at {}: needs {}", stop.node, stop.needs);
+            eprintln!(
+                "mltriage: walk {tree}: stopped at {}: needs {}",
+                stop.node, stop.needs
+            );
         }
         return Ok(2);
     }

@@ -45,7 +45,10 @@ pub struct Inputs<'a> {
 /// Pick the verdict for a node: the one about the node's entry, else the most severe.
 pub fn pick<'f>(findings: &'f [Finding], entry: Option<&str>) -> Option<&'f Finding> {
     if let Some(e) = entry {
-        if let Some(f) = findings.iter().find(|f| f.id == e && f.status != Status::Skip) {
+        if let Some(f) = findings
+            .iter()
+            .find(|f| f.id == e && f.status != Status::Skip)
+        {
             return Some(f);
         }
     }
@@ -67,20 +70,43 @@ pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, 
             continue;
         }
         let (q, opts, nid) = (w.question(n), w.answers(), n.id.clone());
-        let stop = |needs: String| Stop { node: nid.clone(), question: q.clone(), needs, options: opts.clone() };
+        let stop = |needs: String| Stop {
+            node: nid.clone(),
+            question: q.clone(),
+            needs,
+            options: opts.clone(),
+        };
         match n.kind {
             NodeKind::Numeric => {
                 let Some(run) = inp.run else {
-                    return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop("a run to measure (walk TREE RUN)".into())) });
+                    return Ok(WalkResult {
+                        tree: w.tree.id.clone(),
+                        path: w.path.clone(),
+                        conclusion: None,
+                        stopped: Some(stop("a run to measure (walk TREE RUN)".into())),
+                    });
                 };
                 let probe = n.probe.clone().unwrap_or_default();
-                let fs = cache
-                    .entry(probe.clone())
-                    .or_insert_with(|| run_one(cat, &probe, run, inp.facts, inp.compute, inp.baseline).unwrap_or_default());
+                let fs = cache.entry(probe.clone()).or_insert_with(|| {
+                    run_one(cat, &probe, run, inp.facts, inp.compute, inp.baseline)
+                        .unwrap_or_default()
+                });
                 let (label, measured) = match pick(fs, n.entry.as_deref()) {
-                    Some(f) if f.status == Status::Skip => ("skip".to_string(), format!("not measured: {}", f.message)),
-                    Some(f) => (f.outcome.clone(), if f.expected.is_empty() { f.measured.clone() } else { format!("{} (expected {})", f.measured, f.expected) }),
-                    None => ("skip".to_string(), format!("probe {probe} is not implemented")),
+                    Some(f) if f.status == Status::Skip => {
+                        ("skip".to_string(), format!("not measured: {}", f.message))
+                    }
+                    Some(f) => (
+                        f.outcome.clone(),
+                        if f.expected.is_empty() {
+                            f.measured.clone()
+                        } else {
+                            format!("{} (expected {})", f.measured, f.expected)
+                        },
+                    ),
+                    None => (
+                        "skip".to_string(),
+                        format!("probe {probe} is not implemented"),
+                    ),
                 };
                 match w.answer(&label, &measured, Source::Probe(probe.clone())) {
                     Ok(()) => {}
@@ -98,19 +124,43 @@ pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, 
                         match w.answer(&v, &format!("{key} = {v}"), Source::Fact(key.clone())) {
                             Ok(()) => {}
                             Err(WalkError::NoBranch { .. }) => {
-                                return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop(format!("fact {key} to be one of the listed values (got {v:?})"))) })
+                                return Ok(WalkResult {
+                                    tree: w.tree.id.clone(),
+                                    path: w.path.clone(),
+                                    conclusion: None,
+                                    stopped: Some(stop(format!(
+                                        "fact {key} to be one of the listed values (got {v:?})"
+                                    ))),
+                                })
                             }
                             Err(e) => return Err(e),
                         }
                     }
-                    None => return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop(format!("fact {key}"))) }),
+                    None => {
+                        return Ok(WalkResult {
+                            tree: w.tree.id.clone(),
+                            path: w.path.clone(),
+                            conclusion: None,
+                            stopped: Some(stop(format!("fact {key}"))),
+                        })
+                    }
                 }
             }
             NodeKind::Choice => {
-                return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop("a choice".into())) });
+                return Ok(WalkResult {
+                    tree: w.tree.id.clone(),
+                    path: w.path.clone(),
+                    conclusion: None,
+                    stopped: Some(stop("a choice".into())),
+                });
             }
             NodeKind::Leaf => break,
         }
     }
-    Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: w.conclusion(), stopped: None })
+    Ok(WalkResult {
+        tree: w.tree.id.clone(),
+        path: w.path.clone(),
+        conclusion: w.conclusion(),
+        stopped: None,
+    })
 }

@@ -64,7 +64,11 @@ pub enum WalkError {
     #[error("tree {0:?}: no such tree")]
     NoTree(String),
     #[error("node {node:?}: no branch for answer {answer:?} (expected one of: {expected})")]
-    NoBranch { node: String, answer: String, expected: String },
+    NoBranch {
+        node: String,
+        answer: String,
+        expected: String,
+    },
     #[error("node {0:?}: target node does not exist")]
     Dangling(String),
     #[error("the walk is finished")]
@@ -85,10 +89,26 @@ pub struct Walk<'c> {
 
 impl<'c> Walk<'c> {
     pub fn start(cat: &'c Catalog, tree_id: &str) -> Result<Walk<'c>, WalkError> {
-        let tree = cat.tree(tree_id).ok_or_else(|| WalkError::NoTree(tree_id.to_string()))?;
-        let idx: HashMap<&str, usize> = tree.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
-        let current = *idx.get(tree.root.as_str()).ok_or_else(|| WalkError::Dangling(tree.root.clone()))?;
-        Ok(Walk { tree, cat, idx, current, path: Vec::new(), history: Vec::new() })
+        let tree = cat
+            .tree(tree_id)
+            .ok_or_else(|| WalkError::NoTree(tree_id.to_string()))?;
+        let idx: HashMap<&str, usize> = tree
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.as_str(), i))
+            .collect();
+        let current = *idx
+            .get(tree.root.as_str())
+            .ok_or_else(|| WalkError::Dangling(tree.root.clone()))?;
+        Ok(Walk {
+            tree,
+            cat,
+            idx,
+            current,
+            path: Vec::new(),
+            history: Vec::new(),
+        })
     }
 
     pub fn node(&self) -> &'c NodeDef {
@@ -111,7 +131,11 @@ impl<'c> Walk<'c> {
         if let Some(e) = n.entry.as_deref().and_then(|e| self.cat.entry(e)) {
             return e.question.clone().unwrap_or_else(|| e.title.clone());
         }
-        n.probe.as_deref().and_then(|p| self.cat.probe(p)).map(|p| p.question.clone()).unwrap_or_else(|| n.id.clone())
+        n.probe
+            .as_deref()
+            .and_then(|p| self.cat.probe(p))
+            .map(|p| p.question.clone())
+            .unwrap_or_else(|| n.id.clone())
     }
 
     /// Labels this node accepts (branch keys or option labels).
@@ -130,32 +154,65 @@ impl<'c> Walk<'c> {
                     .options
                     .iter()
                     .enumerate()
-                    .find(|(i, o)| o.label.eq_ignore_ascii_case(answer) || (i + 1).to_string() == answer.trim())
+                    .find(|(i, o)| {
+                        o.label.eq_ignore_ascii_case(answer) || (i + 1).to_string() == answer.trim()
+                    })
                     .map(|(_, o)| o);
                 match opt {
                     Some(o) => (o.label.clone(), o.next.clone()),
                     None => {
-                        return Err(WalkError::NoBranch { node: n.id.clone(), answer: answer.into(), expected: self.answers().join(" | ") })
+                        return Err(WalkError::NoBranch {
+                            node: n.id.clone(),
+                            answer: answer.into(),
+                            expected: self.answers().join(" | "),
+                        })
                     }
                 }
             }
             NodeKind::Leaf => return Err(WalkError::Finished),
             _ => {
-                let key = n.branches.keys().find(|k| k.eq_ignore_ascii_case(answer.trim())).cloned();
-                match key.or_else(|| n.branches.contains_key("default").then(|| "default".to_string())) {
-                    Some(k) => (if k == "default" { answer.to_string() } else { k.clone() }, n.branches[&k].clone()),
+                let key = n
+                    .branches
+                    .keys()
+                    .find(|k| k.eq_ignore_ascii_case(answer.trim()))
+                    .cloned();
+                match key.or_else(|| {
+                    n.branches
+                        .contains_key("default")
+                        .then(|| "default".to_string())
+                }) {
+                    Some(k) => (
+                        if k == "default" {
+                            answer.to_string()
+                        } else {
+                            k.clone()
+                        },
+                        n.branches[&k].clone(),
+                    ),
                     None => {
-                        return Err(WalkError::NoBranch { node: n.id.clone(), answer: answer.into(), expected: self.answers().join(" | ") })
+                        return Err(WalkError::NoBranch {
+                            node: n.id.clone(),
+                            answer: answer.into(),
+                            expected: self.answers().join(" | "),
+                        })
                     }
                 }
             }
         };
-        let j = *self.idx.get(next.as_str()).ok_or(WalkError::Dangling(next))?;
+        let j = *self
+            .idx
+            .get(next.as_str())
+            .ok_or(WalkError::Dangling(next))?;
         Ok((label, j))
     }
 
     /// Answer the current node and move on.
-    pub fn answer(&mut self, answer: &str, measured: &str, source: Source) -> Result<(), WalkError> {
+    pub fn answer(
+        &mut self,
+        answer: &str,
+        measured: &str,
+        source: Source,
+    ) -> Result<(), WalkError> {
         let n = self.node();
         let (label, j) = self.target(n, answer)?;
         self.path.push(Step {
@@ -192,7 +249,9 @@ impl<'c> Walk<'c> {
         let e = n.entry.as_deref().and_then(|id| self.cat.entry(id));
         Some(Conclusion {
             id: e.map(|e| e.id.clone()).unwrap_or_default(),
-            title: e.map(|e| e.title.clone()).unwrap_or_else(|| n.note.clone().unwrap_or_default()),
+            title: e
+                .map(|e| e.title.clone())
+                .unwrap_or_else(|| n.note.clone().unwrap_or_default()),
             fix: e.map(|e| e.fix.clone()).unwrap_or_default(),
             note: n.note.clone(),
             knobs: e.map(|e| e.knobs.clone()).unwrap_or_default(),
@@ -233,7 +292,8 @@ tree:
         let c = cat();
         let mut w = Walk::start(&c, "t").unwrap();
         w.answer("pass", "x=1", Source::Probe("p".into())).unwrap();
-        w.answer("dpo", "dpo", Source::Fact("phase".into())).unwrap();
+        w.answer("dpo", "dpo", Source::Fact("phase".into()))
+            .unwrap();
         assert_eq!(w.node().id, "c1");
         w.answer("2", "", Source::User).unwrap();
         assert!(w.is_done());

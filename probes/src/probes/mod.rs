@@ -15,7 +15,15 @@ pub fn all() -> &'static [ProbeSpec] {
         let mut v = Vec::new();
         for fam in [metric::SPECS, checkpoint::SPECS, batch::SPECS] {
             for s in fam {
-                v.push(ProbeSpec { id: s.id, question: s.question, entries: s.entries, inputs: s.inputs, params: s.params, outcomes: s.outcomes, run: s.run });
+                v.push(ProbeSpec {
+                    id: s.id,
+                    question: s.question,
+                    entries: s.entries,
+                    inputs: s.inputs,
+                    params: s.params,
+                    outcomes: s.outcomes,
+                    run: s.run,
+                });
             }
         }
         v

@@ -41,7 +41,10 @@ pub fn rolling_mean(points: &[Point], window: usize) -> Vec<(u64, f64)> {
         return if fin.is_empty() {
             Vec::new()
         } else {
-            vec![(fin[fin.len() - 1].step, fin.iter().map(|p| p.value).sum::<f64>() / fin.len() as f64)]
+            vec![(
+                fin[fin.len() - 1].step,
+                fin.iter().map(|p| p.value).sum::<f64>() / fin.len() as f64,
+            )]
         };
     }
     let mut out = Vec::with_capacity(fin.len() - w + 1);
@@ -61,7 +64,11 @@ pub fn median(v: &[f64]) -> Option<f64> {
     }
     x.sort_by(|a, b| a.total_cmp(b));
     let n = x.len();
-    Some(if n % 2 == 1 { x[n / 2] } else { 0.5 * (x[n / 2 - 1] + x[n / 2]) })
+    Some(if n % 2 == 1 {
+        x[n / 2]
+    } else {
+        0.5 * (x[n / 2 - 1] + x[n / 2])
+    })
 }
 
 pub fn mean(v: &[f64]) -> Option<f64> {
@@ -91,7 +98,12 @@ pub fn iqm(v: &[f64]) -> Option<f64> {
 
 /// Mean of the last `frac` of a series' finite values (at least one point).
 pub fn tail_mean(s: &Series, frac: f64) -> Option<f64> {
-    let v: Vec<f64> = s.points.iter().map(|p| p.value).filter(|x| x.is_finite()).collect();
+    let v: Vec<f64> = s
+        .points
+        .iter()
+        .map(|p| p.value)
+        .filter(|x| x.is_finite())
+        .collect();
     if v.is_empty() {
         return None;
     }
@@ -101,7 +113,12 @@ pub fn tail_mean(s: &Series, frac: f64) -> Option<f64> {
 
 /// Mean of the first `frac` of a series' finite values (at least one point).
 pub fn head_mean(s: &Series, frac: f64) -> Option<f64> {
-    let v: Vec<f64> = s.points.iter().map(|p| p.value).filter(|x| x.is_finite()).collect();
+    let v: Vec<f64> = s
+        .points
+        .iter()
+        .map(|p| p.value)
+        .filter(|x| x.is_finite())
+        .collect();
     if v.is_empty() {
         return None;
     }
@@ -111,7 +128,9 @@ pub fn head_mean(s: &Series, frac: f64) -> Option<f64> {
 
 /// Evidence pointing at a series and a step range.
 pub fn series_evidence(s: &Series, a: u64, b: u64) -> Evidence {
-    Evidence::file(s.source.clone()).steps(a, b).note(format!("tag {}", s.tag))
+    Evidence::file(s.source.clone())
+        .steps(a, b)
+        .note(format!("tag {}", s.tag))
 }
 
 /// Compact number formatting: 3 significant digits, scientific when tiny or huge.
@@ -127,7 +146,10 @@ pub fn fmt(x: f64) -> String {
     } else if a >= 100.0 {
         format!("{x:.1}")
     } else {
-        format!("{x:.4}").trim_end_matches('0').trim_end_matches('.').to_string()
+        format!("{x:.4}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     }
 }
 
@@ -136,7 +158,14 @@ mod tests {
     use super::*;
 
     fn pts(v: &[f64]) -> Vec<Point> {
-        v.iter().enumerate().map(|(i, &value)| Point { step: i as u64 + 1, value, wall_time: None }).collect()
+        v.iter()
+            .enumerate()
+            .map(|(i, &value)| Point {
+                step: i as u64 + 1,
+                value,
+                wall_time: None,
+            })
+            .collect()
     }
 
     #[test]
