@@ -2362,6 +2362,36 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
     let measured = groups_desc.join("; ");
     let ev = opt_ev(&opt, c);
     let expected = "1-D tensors (biases, norm gains) only in weight_decay = 0 groups".to_string();
+    // A BatchNorm conv net (running stats, no LayerNorm) that decays every parameter follows
+    // the classic CNN recipe; the playbook decides how loudly to say so (`batchnorm_status`).
+    let cnn = model.as_ref().is_some_and(|m| {
+        let mut bn = false;
+        let mut ln = false;
+        for (n, _) in m.infos() {
+            let l = n.to_ascii_lowercase();
+            bn |= l.ends_with("running_mean");
+            ln |= l.contains("layernorm") || l.contains("layer_norm") || l.contains(".ln_") || l.contains(".ln1") || l.contains(".ln2") || l.contains("rmsnorm") || l.ends_with("ln_f.weight");
+        }
+        bn && !ln
+    });
+    if !decayed_1d.is_empty() && cnn {
+        let st = match ctx.params.text("batchnorm_status") {
+            Ok(t) if t.eq_ignore_ascii_case("fail") => Status::Fail,
+            Ok(t) if t.eq_ignore_ascii_case("warn") => Status::Warn,
+            Ok(_) => Status::Pass,
+            Err(e) => return vec![Verdict::skip(E, format!("playbook: {e}"))],
+        };
+        let outcome = if st == Status::Pass { "pass" } else { "decayed_1d" };
+        return vec![Verdict::new(E, st, outcome)
+            .measured(measured)
+            .expected(expected)
+            .message(format!(
+                "BatchNorm conv net: {} 1-D tensors (BN gains/biases, conv biases) are decayed, as the classic CNN recipes do; excluding them (torchvision norm_weight_decay=0.0) is optional here — for a transformer's LayerNorm gains this would be flagged",
+                decayed_1d.len()
+            ))
+            .evidence(ev)
+            .value("decayed_1d", decayed_1d.len() as f64)];
+    }
     if !decayed_1d.is_empty() {
         return vec![Verdict::new(E, mixed, "decayed_1d")
             .measured(measured)
@@ -2807,7 +2837,7 @@ pub const SPECS: &[ProbeSpec] = &[
         question: "Do the weight-decayed param groups hold 1-D tensors (biases, norm gains)?",
         entries: &["S6.1", "O6"],
         inputs: &["optimizer"],
-        params: &["decay_min", "mixed_status"],
+        params: &["decay_min", "mixed_status", "batchnorm_status"],
         outcomes: &["pass", "decayed_1d", "skip"],
         run: decay_groups,
     },
