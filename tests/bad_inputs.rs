@@ -23,7 +23,10 @@ fn every_corpus_file_gives_its_expected_exit_and_a_one_line_error() {
     let _ = std::fs::remove_file(PWNED);
     let table = std::fs::read_to_string(corpus().join("expect.tsv")).unwrap();
     let mut n = 0;
-    for line in table.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let cols: Vec<&str> = line.split('\t').collect();
         let (file, code) = (cols[0], cols[1].parse::<i32>().unwrap());
         let path = corpus().join(file);
@@ -40,9 +43,13 @@ fn every_corpus_file_gives_its_expected_exit_and_a_one_line_error() {
             if code == 2 {
                 assert_eq!(err.trim_end().lines().count(), 1, "{file}: {err}");
                 let name = Path::new(file).file_name().unwrap().to_string_lossy();
-                assert!(err.contains(&*name), "{file}: error does not name the file: {err}");
+                assert!(
+                    err.contains(&*name),
+                    "{file}: error does not name the file: {err}"
+                );
             } else if json {
-                serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_else(|e| panic!("{file}: {e}"));
+                serde_json::from_slice::<serde_json::Value>(&out.stdout)
+                    .unwrap_or_else(|e| panic!("{file}: {e}"));
             }
         }
         n += 1;
@@ -54,9 +61,17 @@ fn every_corpus_file_gives_its_expected_exit_and_a_one_line_error() {
 #[test]
 fn hostile_pickle_is_an_opaque_object() {
     let _ = std::fs::remove_file(PWNED);
-    let out = mlt().args(["inspect", "--json"]).arg(corpus().join("hostile_pickle.pt")).output().unwrap();
+    let out = mlt()
+        .args(["inspect", "--json"])
+        .arg(corpus().join("hostile_pickle.pt"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    let out = mlt().arg("inspect").arg(corpus().join("hostile_legacy.pt")).output().unwrap();
+    let out = mlt()
+        .arg("inspect")
+        .arg(corpus().join("hostile_legacy.pt"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(!Path::new(PWNED).exists(), "the hostile pickle ran code");
 }
@@ -67,12 +82,27 @@ fn non_utf8_names_and_empty_dirs_are_handled() {
     let dir = tempfile::tempdir().unwrap();
     let name = std::ffi::OsStr::from_bytes(b"m\xffodel.safetensors");
     std::fs::write(dir.path().join(name), b"\x01\x02").unwrap();
-    let out = mlt().arg("inspect").arg(dir.path().join(name)).output().unwrap();
+    let out = mlt()
+        .arg("inspect")
+        .arg(dir.path().join(name))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end().lines().count(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr)
+            .trim_end()
+            .lines()
+            .count(),
+        1
+    );
     // The folder holding it is a run: check completes, names the unreadable file, exit 0.
     let out = mlt().arg("check").arg(dir.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let empty = tempfile::tempdir().unwrap();
     mlt().arg("inspect").arg(empty.path()).assert().success();
     mlt().arg("check").arg(empty.path()).assert().success();
@@ -81,14 +111,36 @@ fn non_utf8_names_and_empty_dirs_are_handled() {
 #[test]
 fn a_run_made_of_bad_files_checks_with_skips_and_names_them() {
     let dir = tempfile::tempdir().unwrap();
-    for f in ["garbage.pt", "truncated_data.safetensors", "events.out.tfevents.1.badcrc", "ragged/metrics.csv", "bad_config/config.json", "hostile_pickle.pt"] {
+    for f in [
+        "garbage.pt",
+        "truncated_data.safetensors",
+        "events.out.tfevents.1.badcrc",
+        "ragged/metrics.csv",
+        "bad_config/config.json",
+        "hostile_pickle.pt",
+    ] {
         let to = dir.path().join(f.replace('/', "_"));
         std::fs::copy(corpus().join(f), to).unwrap();
     }
-    let out = mlt().arg("check").arg(dir.path()).arg("--json").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mlt()
+        .arg("check")
+        .arg(dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let problems = v["problems"].as_array().unwrap();
-    assert!(problems.iter().any(|p| p.as_str().unwrap().contains("badcrc")), "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.as_str().unwrap().contains("badcrc")),
+        "{problems:?}"
+    );
     assert!(!Path::new(PWNED).exists());
 }

@@ -5,8 +5,14 @@
 use std::path::PathBuf;
 
 fn replay(target: &str, f: fn(&[u8])) -> usize {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fuzz_regressions")).join(target);
-    let Ok(rd) = std::fs::read_dir(&dir) else { return 0 };
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fuzz_regressions"
+    ))
+    .join(target);
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return 0;
+    };
     let mut n = 0;
     for e in rd.flatten() {
         let data = std::fs::read(e.path()).unwrap();

@@ -13,37 +13,98 @@ use mltriage_probes::run::Run;
 #[test]
 fn stability_walks_end_at_the_accepted_ids() {
     let fx = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures"));
-    let answers: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fx.join("answers.json")).unwrap()).unwrap();
+    let answers: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fx.join("answers.json")).unwrap()).unwrap();
     let cat = Catalog::embedded().unwrap();
     let compute = Compute::cpu();
     for (name, a) in answers.as_object().unwrap() {
         let run = Run::discover(&fx.join(name)).unwrap();
-        let args: Vec<String> = a["facts"].as_object().unwrap().iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap())).collect();
+        let args: Vec<String> = a["facts"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap()))
+            .collect();
         let facts = effective_facts(&run, &Facts::from_args(&args).unwrap());
         let no_answers = HashMap::new();
-        let res = auto_walk(&cat, "stability", &Inputs { run: Some(&run), facts: &facts, compute: &compute, baseline: None, answers: &no_answers }).unwrap();
+        let res = auto_walk(
+            &cat,
+            "stability",
+            &Inputs {
+                run: Some(&run),
+                facts: &facts,
+                compute: &compute,
+                baseline: None,
+                answers: &no_answers,
+            },
+        )
+        .unwrap();
         assert!(res.stopped.is_none(), "{name}: stopped {:?}", res.stopped);
         let c = res.conclusion.expect("a conclusion");
-        let accept: Vec<&str> = a["accept"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
-        let path: Vec<String> = res.path.iter().map(|p| format!("{}={}", p.id, p.answer)).collect();
+        let accept: Vec<&str> = a["accept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        let path: Vec<String> = res
+            .path
+            .iter()
+            .map(|p| format!("{}={}", p.id, p.answer))
+            .collect();
         if accept.is_empty() {
-            assert!(c.note.as_deref().unwrap_or("").contains("no configuration problem found"), "{name}: ended at {} via {path:?}", c.id);
+            assert!(
+                c.note
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("no configuration problem found"),
+                "{name}: ended at {} via {path:?}",
+                c.id
+            );
         } else {
-            assert!(accept.contains(&c.id.as_str()), "{name}: ended at {} via {path:?}, want one of {accept:?}", c.id);
+            assert!(
+                accept.contains(&c.id.as_str()),
+                "{name}: ended at {} via {path:?}, want one of {accept:?}",
+                c.id
+            );
         }
     }
 }
 
 #[test]
 fn bad_init_walk_measures_loss_against_ln_v_and_the_init_statistics() {
-    let fx = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/lm_bad_init"));
+    let fx = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/lm_bad_init"
+    ));
     let run = Run::discover(&fx).unwrap();
     let cat = Catalog::embedded().unwrap();
     let facts = effective_facts(&run, &Facts::new());
     let no_answers = HashMap::new();
-    let res = auto_walk(&cat, "stability", &Inputs { run: Some(&run), facts: &facts, compute: &Compute::cpu(), baseline: None, answers: &no_answers }).unwrap();
+    let res = auto_walk(
+        &cat,
+        "stability",
+        &Inputs {
+            run: Some(&run),
+            facts: &facts,
+            compute: &Compute::cpu(),
+            baseline: None,
+            answers: &no_answers,
+        },
+    )
+    .unwrap();
     assert_eq!(res.path[0].answer, "high");
-    assert!(res.path[0].measured.contains("ln V = ln 512"), "{}", res.path[0].measured);
-    assert!(res.path.iter().any(|p| p.source == "probe init_weight_stats" && p.answer == "too_large"), "{:?}", res.path);
+    assert!(
+        res.path[0].measured.contains("ln V = ln 512"),
+        "{}",
+        res.path[0].measured
+    );
+    assert!(
+        res.path
+            .iter()
+            .any(|p| p.source == "probe init_weight_stats" && p.answer == "too_large"),
+        "{:?}",
+        res.path
+    );
     assert_eq!(res.conclusion.unwrap().id, "S5.1");
 }

@@ -42,6 +42,25 @@ pub fn mark(s: Status, st: &Style) -> String {
 }
 
 fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
+    if !verbose && f.status == Status::Pass {
+        let line = format!(
+            "{} {:<5} {} — {}",
+            mark(f.status, st),
+            st.bold(&f.id),
+            f.title,
+            f.measured
+        );
+        let max = st.width.max(60);
+        let cut: String = if line.chars().count() > max + 20 {
+            line.chars()
+                .take(max + 19)
+                .chain(std::iter::once('…'))
+                .collect()
+        } else {
+            line
+        };
+        return format!("{cut}\n");
+    }
     let mut s = format!(
         "{} {:<5} {}  {}\n",
         mark(f.status, st),

@@ -2370,7 +2370,13 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
         for (n, _) in m.infos() {
             let l = n.to_ascii_lowercase();
             bn |= l.ends_with("running_mean");
-            ln |= l.contains("layernorm") || l.contains("layer_norm") || l.contains(".ln_") || l.contains(".ln1") || l.contains(".ln2") || l.contains("rmsnorm") || l.ends_with("ln_f.weight");
+            ln |= l.contains("layernorm")
+                || l.contains("layer_norm")
+                || l.contains(".ln_")
+                || l.contains(".ln1")
+                || l.contains(".ln2")
+                || l.contains("rmsnorm")
+                || l.ends_with("ln_f.weight");
         }
         bn && !ln
     });
@@ -2381,7 +2387,11 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
             Ok(_) => Status::Pass,
             Err(e) => return vec![Verdict::skip(E, format!("playbook: {e}"))],
         };
-        let outcome = if st == Status::Pass { "pass" } else { "decayed_1d" };
+        let outcome = if st == Status::Pass {
+            "pass"
+        } else {
+            "decayed_1d"
+        };
         return vec![Verdict::new(E, st, outcome)
             .measured(measured)
             .expected(expected)
