@@ -12,16 +12,7 @@ use std::time::Instant;
 
 use mltriage_probes::tensors::TensorFile;
 
-fn vm_hwm_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
+use mltriage_probes::probes::util::peak_rss_mb as vm_hwm_mb;
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);

@@ -96,8 +96,8 @@ pub fn iqm(v: &[f64]) -> Option<f64> {
     mean(&x[lo..hi])
 }
 
-/// Mean of the last `frac` of a series' finite values (at least one point).
-pub fn tail_mean(s: &Series, frac: f64) -> Option<f64> {
+/// Mean of the last (`from_end`) or first `frac` of a series' finite values (≥ 1 point).
+fn part_mean(s: &Series, frac: f64, from_end: bool) -> Option<f64> {
     let v: Vec<f64> = s
         .points
         .iter()
@@ -108,22 +108,29 @@ pub fn tail_mean(s: &Series, frac: f64) -> Option<f64> {
         return None;
     }
     let k = ((v.len() as f64 * frac.clamp(0.0, 1.0)).ceil() as usize).clamp(1, v.len());
-    mean(&v[v.len() - k..])
+    mean(if from_end { &v[v.len() - k..] } else { &v[..k] })
+}
+
+/// Mean of the last `frac` of a series' finite values (at least one point).
+pub fn tail_mean(s: &Series, frac: f64) -> Option<f64> {
+    part_mean(s, frac, true)
 }
 
 /// Mean of the first `frac` of a series' finite values (at least one point).
 pub fn head_mean(s: &Series, frac: f64) -> Option<f64> {
-    let v: Vec<f64> = s
-        .points
-        .iter()
-        .map(|p| p.value)
-        .filter(|x| x.is_finite())
-        .collect();
-    if v.is_empty() {
-        return None;
-    }
-    let k = ((v.len() as f64 * frac.clamp(0.0, 1.0)).ceil() as usize).clamp(1, v.len());
-    mean(&v[..k])
+    part_mean(s, frac, false)
+}
+
+/// This process's peak resident memory in MB (Linux `VmHWM`; 0 elsewhere), for benchmarks.
+pub fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
 }
 
 /// Evidence pointing at a series and a step range.
