@@ -277,12 +277,7 @@ fn lint_tree<'c>(
         return;
     }
     for n in &t.nodes {
-        let targets: Vec<&str> = n
-            .branches
-            .values()
-            .map(|s| s.as_str())
-            .chain(n.options.iter().map(|c| c.next.as_str()))
-            .collect();
+        let targets = n.targets();
         for tg in &targets {
             if !ids.contains_key(tg) {
                 out.push(e(format!(
@@ -346,12 +341,7 @@ fn lint_tree<'c>(
     colour[ids[t.root.as_str()]] = 1;
     while let Some((i, k)) = stack.pop() {
         let n = &t.nodes[i];
-        let targets: Vec<&str> = n
-            .branches
-            .values()
-            .map(|s| s.as_str())
-            .chain(n.options.iter().map(|c| c.next.as_str()))
-            .collect();
+        let targets = n.targets();
         if k < targets.len() {
             stack.push((i, k + 1));
             if let Some(&j) = ids.get(targets[k]) {

@@ -49,6 +49,17 @@ pub struct NodeDef {
     pub note: Option<String>,
 }
 
+impl NodeDef {
+    /// Every node this one can lead to: branch targets, then choice targets.
+    pub fn targets(&self) -> Vec<&str> {
+        self.branches
+            .values()
+            .map(|s| s.as_str())
+            .chain(self.options.iter().map(|c| c.next.as_str()))
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TreeDef {
