@@ -335,3 +335,17 @@ fn probes_lists_every_probe_with_its_entries() {
         .iter()
         .any(|x| x["id"] == "init_loss" && x["implemented"] == true));
 }
+
+#[test]
+fn show_a_tree_node() {
+    mlt()
+        .args(["show", "stability/q1_1"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("init_loss").and(predicate::str::contains("high → q1_1_init")),
+        );
+    let v = json_of(&["show", "stability/q1_1", "--json"]);
+    assert_eq!(v["node"]["probe"], "init_loss");
+    mlt().args(["show", "stability/nope"]).assert().code(2);
+}

@@ -195,7 +195,81 @@ pub fn render_entry(cat: &Catalog, e: &Entry, st: &Style) -> String {
     s
 }
 
+/// `show TREE/NODE`: a tree node's question, how it is answered, and where each answer leads.
+fn show_node(
+    cat: &Catalog,
+    tree: &str,
+    node: &str,
+    json: bool,
+    st: &Style,
+) -> anyhow::Result<ExitCode> {
+    let t = cat
+        .tree(tree)
+        .ok_or_else(|| UsageError(format!("show {tree}/{node}: no such tree")))?;
+    let n =
+        t.nodes.iter().find(|n| n.id == node).ok_or_else(|| {
+            UsageError(format!("show {tree}/{node}: no such node in tree {}", t.id))
+        })?;
+    let probe = n.probe.as_deref().and_then(|p| cat.probe(p));
+    let question = n
+        .question
+        .clone()
+        .or_else(|| {
+            n.entry
+                .as_deref()
+                .and_then(|e| cat.entry(e))
+                .map(|e| e.question.clone().unwrap_or_else(|| e.title.clone()))
+        })
+        .unwrap_or_default();
+    if json {
+        emit_json(&json!({"tree": t.id, "node": n, "question": question, "probe": probe}));
+        return Ok(0);
+    }
+    let mut s = format!(
+        "{} {}/{}  {}\n",
+        st.bold("node"),
+        t.id,
+        n.id,
+        st.dim(&format!("[{:?}]", n.kind).to_lowercase())
+    );
+    if !question.is_empty() {
+        s.push_str(&wrap(&question, st.width, "  "));
+    }
+    if let Some(e) = n.entry.as_deref().and_then(|e| cat.entry(e)) {
+        s.push_str(&format!("  entry: {} {}\n", st.bold(&e.id), e.title));
+    }
+    if let Some(p) = probe {
+        let th: Vec<String> = p
+            .thresholds
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        s.push_str(&format!(
+            "  probe: {} ({})\n",
+            st.bold(&p.id),
+            th.join(", ")
+        ));
+    }
+    if let Some(f) = &n.fact {
+        s.push_str(&format!("  fact: {f}\n"));
+    }
+    for (label, next) in &n.branches {
+        s.push_str(&format!("  {label} → {next}\n"));
+    }
+    for (i, o) in n.options.iter().enumerate() {
+        s.push_str(&format!("  {}. {} → {}\n", i + 1, o.label, o.next));
+    }
+    if let Some(note) = &n.note {
+        s.push_str(&wrap(note, st.width, "  "));
+    }
+    emit(&s);
+    Ok(0)
+}
+
 pub fn show(cat: &Catalog, id: &str, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
+    if let Some((tree, node)) = id.trim().split_once('/') {
+        return show_node(cat, tree, node, json, st);
+    }
     let Some(e) = cat.entry(id.trim()) else {
         let index = SearchIndex::build(cat)?;
         let near: Vec<String> = index.quick_filter(id, 3).into_iter().map(|x| x.0).collect();

@@ -49,7 +49,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show one entry (e.g. O9, S1.1).
+    /// Show one entry (e.g. O9, S1.1) or one tree node (e.g. stability/q1_1).
     Show {
         id: String,
         #[arg(long)]
