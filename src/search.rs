@@ -227,8 +227,21 @@ impl SearchIndex {
             return Ok(Vec::new());
         }
         let f = &self.fields;
+        let searcher = self.reader.searcher();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for t in &toks {
+            // Typo tolerance only for words the catalog does not contain as typed: fuzzy
+            // expansion of a known word adds cost and noise, not recall.
+            let known = [
+                f.title, f.keywords, f.errors, f.symptom, f.question, f.cause, f.fix,
+            ]
+            .into_iter()
+            .any(|fld| {
+                searcher
+                    .doc_freq(&Term::from_field_text(fld, t))
+                    .unwrap_or(0)
+                    > 0
+            });
             for (field, boost) in boosts(f) {
                 if field == f.id {
                     continue;
@@ -242,7 +255,8 @@ impl SearchIndex {
                     )),
                 ));
                 let n = t.chars().count();
-                if n >= 5
+                if !known
+                    && n >= 5
                     && (field == f.title
                         || field == f.keywords
                         || field == f.symptom
@@ -296,7 +310,6 @@ impl SearchIndex {
                 ),
             ]));
         }
-        let searcher = self.reader.searcher();
         let top = searcher.search(&*q, &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, addr) in top {
