@@ -66,6 +66,17 @@ else
   SHARD=$("$EX/bench_sharded" "$SH" 3 6); LIMITED="no cgroup available: unlimited"
 fi
 
+say "a run with 10,000 checkpoints"
+MANY="$DIR/many-checkpoints"
+if [ ! -d "$MANY/checkpoint-9999" ]; then
+  mkdir -p "$MANY"
+  tiny=tests/bad_inputs/zero_size.safetensors
+  for i in $(seq 0 9999); do mkdir -p "$MANY/checkpoint-$i" && cp "$tiny" "$MANY/checkpoint-$i/model.safetensors"; done
+fi
+cargo build --release --bin mltriage >&2
+MANY_T=$( { /usr/bin/time -f "%e %M" target/release/mltriage inspect "$MANY" --json > "$DIR/many.json"; } 2>&1 | tail -1)
+MANY_N=$(grep -c '"step"' "$DIR/many.json" || true)
+
 CAT_S=$(grep -m1 '^cat ' <<<"$STATS" | awk '{print $2}')
 OURS_S=$(grep -m1 '^stats (fused)' <<<"$STATS" | awk '{print $3}')
 TORCH_S=$(val torch_seconds "$TORCH")
@@ -89,6 +100,7 @@ ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN{pri
   echo "| tensor stats ≥ 20× the torch script | torch ${TORCH_S:-skipped} s → $(ratio "$TORCH_S" "$OURS_S") | $( [ -n "$TORCH_S" ] && awk -v a="$TORCH_S" -v b="$OURS_S" 'BEGIN{print (a/b>=20)?"met":"missed"}' || echo skipped) |"
   echo "| tfevents ≥ 100× tbparse | tbparse ${TBP_S:-skipped} s, ours ${TFE_S} s → $(ratio "$TBP_S" "$TFE_S") | $( [ -n "$TBP_S" ] && awk -v a="$TBP_S" -v b="$TFE_S" 'BEGIN{print (a/b>=100)?"met":"missed"}' || echo skipped) |"
   echo "| peak memory ≤ 2× largest tensor (sharded, > memory limit) | $(val sharded_peak_rss_mb "$SHARD") MB peak vs $(val sharded_largest_tensor_mb "$SHARD") MB largest tensor, $(val sharded_total_gb "$SHARD") GB checkpoint, ${LIMITED} | $(awk -v a="$(val sharded_peak_rss_mb "$SHARD")" -v b="$(val sharded_largest_tensor_mb "$SHARD")" 'BEGIN{print (a<=2*b)?"met":"missed"}') |"
+  echo "| a run dir with 10,000 checkpoints lists quickly | \`mltriage inspect\` of 10,000 checkpoint-N/ folders: $(cut -d' ' -f1 <<<"$MANY_T") s, $(awk -v k="$(cut -d' ' -f2 <<<"$MANY_T")" 'BEGIN{printf "%.0f", k/1024}') MB peak | $(awk -v t="$(cut -d' ' -f1 <<<"$MANY_T")" 'BEGIN{print (t<=2)?"met (≤ 2 s)":"slow"}') |"
   echo
   echo "## Raw output"
   echo
