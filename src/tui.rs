@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossterm::event as ct;
+use mltriage_probes::device::DeviceRequest;
 use mltriage_probes::facts::Facts;
 
 use crate::app::action::load_keymap;
@@ -24,6 +25,8 @@ use crate::ui::theme::Theme;
 pub struct TuiOptions {
     pub run: Option<PathBuf>,
     pub facts: Facts,
+    /// `--device`: where the probes compute.
+    pub device: DeviceRequest,
     pub color: bool,
     pub ascii: bool,
     /// When the process started, for the time-to-first-frame measurement.
@@ -76,7 +79,10 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
     let cat = Arc::new(cat);
     let mut app = build_app(cat.clone(), &opts)?;
     let (tx, rx) = mpsc::channel::<Event>();
-    let worker = Worker::spawn(Box::new(LiveRunner::new(cat, opts.run.clone())), tx.clone());
+    let runner = LiveRunner::new(cat.clone(), opts.run.clone()).with_device(opts.device);
+    let worker = Worker::spawn(Box::new(runner), tx.clone());
+    // Tensor views (the weight histogram) get their own worker: never behind a `check`.
+    let views = Worker::spawn(Box::new(LiveRunner::new(cat, opts.run.clone())), tx.clone());
 
     let guard = StderrGuard::redirect();
     install_panic_hook();
@@ -112,6 +118,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
             for e in app.take_effects() {
                 dirty = true;
                 match e {
+                    Effect::Submit(job) if job.kind.is_view() => views.submit(job),
                     Effect::Submit(job) => worker.submit(job),
                     Effect::Cancel => worker.cancel(),
                     Effect::Write {
@@ -136,6 +143,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
     ratatui::restore();
     drop(guard);
     drop(worker);
+    drop(views);
     let _ = input.join();
     if let (Some(t), Some(path)) = (first_frame, std::env::var_os("MLTRIAGE_FIRST_FRAME_FILE")) {
         let _ = std::fs::write(path, format!("{}\n", t.as_micros()));

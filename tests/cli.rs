@@ -349,3 +349,36 @@ fn show_a_tree_node() {
     assert_eq!(v["node"]["probe"], "init_loss");
     mlt().args(["show", "stability/nope"]).assert().code(2);
 }
+
+#[test]
+fn top_level_fact_and_device_are_for_the_tui_and_checked_before_it_starts() {
+    mlt()
+        .args(["--fact", "novalue"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("expected key=value"));
+    mlt()
+        .args(["--device", "tpu"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("expected auto, cpu, cuda"));
+    // Before a subcommand they would be ignored: say where they go instead.
+    mlt()
+        .args(["--fact", "a=b", "list"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("after the subcommand"));
+    // Without a terminal the TUI is not started: the catalog is listed.
+    mlt()
+        .args(["--fact", "vocab_size=512", "--fact", "phase=sft"])
+        .args(["--device", "cpu"])
+        .assert()
+        .success();
+    // Subcommands keep their own --fact.
+    let out = mlt()
+        .args(["check", &fixture("lm_bad_init"), "--fact", "vocab_size=512"])
+        .args(["--device", "cpu", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 1));
+}

@@ -323,3 +323,239 @@ fn worker_runs_one_job_while_the_newest_waits_and_cancels_on_request() {
         }
     }
 }
+
+/// A run whose checkpoints hold odd tensors: zero-size, all-NaN, integer, bool, ±inf.
+fn odd_run() -> tempfile::TempDir {
+    fn safetensors(path: &std::path::Path, tensors: &[(&str, &str, Vec<usize>, Vec<u8>)]) {
+        let mut header = serde_json::Map::new();
+        let mut data = Vec::new();
+        for (name, dtype, shape, bytes) in tensors {
+            let start = data.len();
+            data.extend_from_slice(bytes);
+            header.insert(
+                name.to_string(),
+                serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}),
+            );
+        }
+        let h = serde_json::to_vec(&serde_json::Value::Object(header)).unwrap();
+        let mut out = (h.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(&h);
+        out.extend_from_slice(&data);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, out).unwrap();
+    }
+    let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let dir = tempfile::tempdir().unwrap();
+    let common = |scale: f32| {
+        vec![
+            ("empty", "F32", vec![0, 4], Vec::new()),
+            ("nans", "F32", vec![4], f32s(&[f32::NAN; 4])),
+            ("flags", "BOOL", vec![2], vec![0u8, 1]),
+            (
+                "w",
+                "F32",
+                vec![2, 2],
+                f32s(&[-scale, f32::INFINITY, 0.0, scale]),
+            ),
+        ]
+    };
+    safetensors(
+        &dir.path().join("checkpoint-0/model.safetensors"),
+        &common(1.0),
+    );
+    let mut now = common(100.0);
+    now.push((
+        "ids",
+        "I64",
+        vec![3],
+        [1i64, 2, 3].iter().flat_map(|x| x.to_le_bytes()).collect(),
+    ));
+    safetensors(&dir.path().join("checkpoint-5/model.safetensors"), &now);
+    dir
+}
+
+#[test]
+fn run_screen_lists_tensors_and_j_selects_one_whose_stats_show() {
+    let run = fixture("lm_bad_init");
+    let a = app_with(Some(run.clone()), Theme::default(), None);
+    let mut h = headless(a, Box::new(LiveRunner::new(catalog(), Some(run))));
+    h.key(KeyCode::Char('r'));
+    let list = h.app.run.tensors.clone().expect("tensor list");
+    assert_eq!((list.now_step, list.init_step), (Some(300), Some(0)));
+    assert!(list.rows.iter().all(|r| r.in_now && r.in_init));
+    let target = list
+        .rows
+        .iter()
+        .position(|r| r.name == "transformer.h.0.ln_1.weight")
+        .unwrap();
+    // j/k move the tensor list only when its pane has the focus (Tab twice).
+    h.key(KeyCode::Char('j'));
+    assert_eq!(h.app.run.tensor_sel, list.default_sel());
+    h.key(KeyCode::Tab)
+        .key(KeyCode::Tab)
+        .key(KeyCode::Char('g'));
+    for _ in 0..target {
+        h.key(KeyCode::Char('j'));
+    }
+    assert_eq!(
+        h.app.run.selected_tensor(),
+        Some("transformer.h.0.ln_1.weight")
+    );
+    let hist = h.app.run.hist.clone().unwrap();
+    assert_eq!(hist.tensor, "transformer.h.0.ln_1.weight");
+    let init = hist.sides[0].stats.as_ref().unwrap();
+    assert_eq!(
+        (hist.sides[0].label.as_str(), init.mean, init.std),
+        ("init", 1.0, 0.0)
+    );
+    let now = hist.sides[1].stats.as_ref().unwrap();
+    assert!(now.std > 0.0 && now.count == 64);
+    let text = screen_text(&h.app, 80, 24);
+    for want in [
+        "transformer.h.0.ln_1.weight",
+        "F32 [64] · 64 values",
+        "init @0",
+        "now @300",
+        "mean 1.00",
+        "std 0",
+        "non-finite 0",
+    ] {
+        assert!(text.contains(want), "{want:?} missing:\n{text}");
+    }
+    // The help-free path: the footer says what j/k do here.
+    assert!(text.contains("tensor"), "{text}");
+}
+
+#[test]
+fn odd_tensors_render_at_every_size_without_panicking() {
+    let dir = odd_run();
+    let run = dir.path().to_path_buf();
+    let a = app_with(Some(run.clone()), Theme::default(), None);
+    let mut h = headless(a, Box::new(LiveRunner::new(catalog(), Some(run))));
+    h.key(KeyCode::Char('r'))
+        .key(KeyCode::Tab)
+        .key(KeyCode::Tab);
+    let list = h.app.run.tensors.clone().expect("tensor list");
+    assert_eq!(list.rows.len(), 5, "{list:?}");
+    let ids = list.rows.iter().find(|r| r.name == "ids").unwrap();
+    assert!(ids.in_now && !ids.in_init);
+    h.key(KeyCode::Char('g'));
+    for i in 0..list.rows.len() {
+        let name = list.rows[i].name.clone();
+        let hist = h.app.run.hist.clone().unwrap();
+        assert_eq!(hist.tensor, name);
+        assert!(h.app.run.hist_error.is_none());
+        for (w, ht) in [(80, 24), (40, 10), (59, 12), (200, 60), (120, 14)] {
+            let _ = render(&h.app, w, ht);
+        }
+        let text = screen_text(&h.app, 200, 60);
+        match name.as_str() {
+            "empty" => assert!(text.contains("empty tensor"), "{text}"),
+            "nans" => assert!(text.contains("non-finite 4 (nan 4, inf 0)"), "{text}"),
+            "ids" => {
+                assert!(text.contains("not in step 0"), "{text}");
+                assert!(text.contains("I64 [3]"), "{text}");
+            }
+            "w" => {
+                assert!(text.contains("non-finite 1 (nan 0, inf 1)"), "{text}");
+                // One range for both: -100 .. 100.
+                assert!(text.contains("-100.00"), "{text}");
+            }
+            _ => {}
+        }
+        h.key(KeyCode::Char('j'));
+    }
+}
+
+#[test]
+fn histogram_answers_to_superseded_requests_are_dropped() {
+    let mut a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
+    let _ = a.take_effects();
+    let submitted = |a: &mut mltriage::app::App| -> Vec<JobRequest> {
+        a.take_effects()
+            .into_iter()
+            .filter_map(|e| match e {
+                mltriage::app::Effect::Submit(j) => Some(j),
+                _ => None,
+            })
+            .collect()
+    };
+    let key = |a: &mut mltriage::app::App, c: KeyCode| {
+        a.on_event(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)));
+    };
+    key(&mut a, KeyCode::Char('r'));
+    let jobs = submitted(&mut a);
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].kind, JobKind::Tensors);
+    a.on_event(Event::ProbeDone(
+        jobs[0].id,
+        JobOutput::Tensors(Box::new(scripted_tensors())),
+    ));
+    let first = submitted(&mut a);
+    assert!(
+        matches!(&first[0].kind, JobKind::Histogram { tensor } if tensor == "model.embed.weight")
+    );
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Char('j'));
+    let second = submitted(&mut a);
+    assert!(
+        matches!(&second[0].kind, JobKind::Histogram { tensor } if tensor == "model.norm.weight")
+    );
+    // The probe lane is untouched: the attach job still runs, both views are queued.
+    assert!(a.job_running().is_some_and(|j| j.kind == JobKind::Attach));
+    assert_eq!(a.jobs.iter().filter(|j| j.kind.is_view()).count(), 2);
+    // The older answer arrives first and is dropped; the newest is shown.
+    a.on_event(Event::ProbeDone(
+        first[0].id,
+        JobOutput::Histogram(Box::new(scripted_hist("model.embed.weight").unwrap())),
+    ));
+    assert!(a.run.hist.is_none());
+    a.on_event(Event::ProbeDone(
+        second[0].id,
+        JobOutput::Histogram(Box::new(scripted_hist("model.norm.weight").unwrap())),
+    ));
+    assert_eq!(a.run.hist.as_ref().unwrap().tensor, "model.norm.weight");
+    let text = screen_text(&a, 80, 24);
+    assert!(text.contains("non-finite 8 (nan 8, inf 0)"), "{text}");
+}
+
+#[test]
+fn user_facts_show_on_the_home_summary_line() {
+    let mut facts = mltriage_probes::facts::Facts::new();
+    facts.set_user("vocab_size", "512");
+    let a = mltriage::app::App::new(
+        catalog(),
+        index(),
+        mltriage::app::Keymap::default(),
+        mltriage::app::AppOptions {
+            run: Some("fixtures/scripted_run".into()),
+            facts,
+            theme: Theme::default(),
+            export_dir: None,
+        },
+    );
+    let h = headless(a, scripted(None));
+    let text = screen_text(&h.app, 80, 24);
+    assert!(text.contains("facts vocab_size=512"), "{text}");
+    // The probes get them too.
+    assert_eq!(h.app.all_facts().get("vocab_size"), Some("512"));
+}
+
+#[test]
+fn live_runner_computes_on_the_requested_device() {
+    use mltriage_probes::device::DeviceRequest;
+    let dir = tempfile::tempdir().unwrap();
+    let mut r =
+        LiveRunner::new(catalog(), Some(dir.path().to_path_buf())).with_device(DeviceRequest::Cpu);
+    let job = JobRequest {
+        id: 1,
+        kind: JobKind::Attach,
+        facts: Default::default(),
+    };
+    let out = r.run(&job, &mut |_| {}, &AtomicBool::new(false));
+    match out {
+        JobOutput::Attached(s, _) => assert_eq!(s.device, "cpu"),
+        other => panic!("{other:?}"),
+    }
+}

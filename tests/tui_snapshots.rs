@@ -163,3 +163,31 @@ fn no_color_theme_uses_no_colours_but_keeps_marks() {
     let text = screen_text(&h.app, 80, 24);
     assert!(text.contains("✗ fail"), "{text}");
 }
+
+#[test]
+fn run_screen_weights_histogram_on_lm_bad_init() {
+    use mltriage::app::worker::LiveRunner;
+    let run = fixture("lm_bad_init");
+    let a = app_with(Some(run.clone()), Theme::default(), None);
+    let mut h = headless(a, Box::new(LiveRunner::new(catalog(), Some(run))));
+    h.key(KeyCode::Char('r'))
+        .key(KeyCode::Tab)
+        .key(KeyCode::Tab);
+    assert_eq!(h.app.run.pane, 2);
+    let hist = h.app.run.hist.as_ref().expect("the histogram was computed");
+    // The largest tensor is shown first.
+    assert_eq!(hist.tensor, "transformer.wte.weight");
+    assert_eq!(hist.sides.len(), 2, "init and now");
+    insta::assert_snapshot!("run_weights_lm_bad_init", render(&h.app, 80, 24).backend());
+    // Wide: init and now side by side, every statistic on one line.
+    let text = screen_text(&h.app, 200, 60);
+    for want in [
+        "init @0 ",
+        "now @300",
+        "F32 [512, 64]",
+        "zero 0.0%",
+        "non-finite 0",
+    ] {
+        assert!(text.contains(want), "{want:?} missing:\n{text}");
+    }
+}

@@ -7,6 +7,7 @@ pub mod action;
 pub mod event;
 pub mod export;
 pub mod walk;
+pub mod weights;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -25,6 +26,7 @@ pub use action::{Action, Keymap};
 pub use event::Event;
 use export::Format;
 use walk::{Source, Walk};
+use weights::{TensorHist, TensorList};
 use worker::{JobId, JobKind, JobOutput, JobRequest, ProbeRunner, RunSummary};
 
 /// Which screen is showing.
@@ -122,9 +124,29 @@ pub struct RunState {
     pub findings: Vec<Finding>,
     pub loading: bool,
     pub error: Option<String>,
-    /// 0 charts, 1 findings.
+    /// 0 charts, 1 findings, 2 tensors.
     pub pane: usize,
     pub sel: usize,
+    /// The checkpoint tensors (asked for when the run screen first shows).
+    pub tensors: Option<TensorList>,
+    pub tensors_job: Option<JobId>,
+    pub tensors_error: Option<String>,
+    pub tensor_sel: usize,
+    /// The selected tensor's histogram; `hist_job` is the newest request (older answers
+    /// are dropped).
+    pub hist: Option<TensorHist>,
+    pub hist_job: Option<JobId>,
+    pub hist_error: Option<String>,
+}
+
+impl RunState {
+    /// The name of the tensor selected in the run screen's list.
+    pub fn selected_tensor(&self) -> Option<&str> {
+        self.tensors
+            .as_ref()
+            .and_then(|l| l.rows.get(self.tensor_sel))
+            .map(|r| r.name.as_str())
+    }
 }
 
 /// The running or waiting background job.
@@ -239,8 +261,9 @@ impl App {
         rows
     }
 
+    /// The probe job running (tensor views have their own lane and their own "computing").
     pub fn job_running(&self) -> Option<&JobInfo> {
-        self.jobs.first()
+        self.jobs.iter().find(|j| !j.kind.is_view())
     }
 
     fn cat_entry_count(&self) -> usize {
@@ -289,9 +312,18 @@ impl App {
     fn submit(&mut self, kind: JobKind) -> JobId {
         let id = self.next_job;
         self.next_job += 1;
-        // One runs, one waits: a newer request replaces the waiting one.
-        if self.jobs.len() >= 2 {
-            self.jobs.truncate(1);
+        // Per lane (probes, tensor views) one runs and one waits: a newer request replaces
+        // the waiting one.
+        let lane = kind.is_view();
+        if let Some(waiting) = self
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.kind.is_view() == lane)
+            .nth(1)
+            .map(|(i, _)| i)
+        {
+            self.jobs.remove(waiting);
         }
         self.jobs.push(JobInfo {
             id,
@@ -355,6 +387,10 @@ impl App {
             return;
         };
         let job = self.jobs.remove(pos);
+        if job.kind.is_view() {
+            self.on_view_done(id, out);
+            return;
+        }
         match (job.kind, out) {
             (_, JobOutput::Cancelled) => {
                 self.set_status(S::CANCELLED, false);
@@ -402,7 +438,56 @@ impl App {
                 self.set_status(format!("{entry}: {n} {}", S::CHECK_DONE), false);
             }
             (_, JobOutput::Findings(_)) => {}
+            (_, JobOutput::Tensors(_) | JobOutput::Histogram(_)) => {}
         }
+    }
+
+    /// A tensor list or histogram came back; answers to superseded requests are dropped.
+    fn on_view_done(&mut self, id: JobId, out: JobOutput) {
+        let r = &mut self.run;
+        if r.tensors_job == Some(id) {
+            r.tensors_job = None;
+            match out {
+                JobOutput::Tensors(list) => {
+                    r.tensor_sel = list.default_sel();
+                    r.tensors = Some(*list);
+                    self.request_hist();
+                }
+                JobOutput::Failed(e) => r.tensors_error = Some(e),
+                _ => r.tensors_error = Some(S::NO_TENSORS.into()),
+            }
+        } else if r.hist_job == Some(id) {
+            r.hist_job = None;
+            match out {
+                JobOutput::Histogram(h) => r.hist = Some(*h),
+                JobOutput::Failed(e) => r.hist_error = Some(e),
+                _ => r.hist_error = Some(S::NO_HIST.into()),
+            }
+        }
+    }
+
+    /// Ask for the checkpoint tensors once a run is attached (first visit of the run screen).
+    fn request_tensors(&mut self) {
+        let r = &self.run;
+        if r.attached.is_none() || r.tensors.is_some() || r.tensors_job.is_some() {
+            return;
+        }
+        self.run.tensors_error = None;
+        let id = self.submit(JobKind::Tensors);
+        self.run.tensors_job = Some(id);
+    }
+
+    /// Ask for the selected tensor's histogram (newest request wins).
+    fn request_hist(&mut self) {
+        let Some(name) = self.run.selected_tensor().map(String::from) else {
+            return;
+        };
+        if self.run.hist.as_ref().is_some_and(|h| h.tensor == name) && self.run.hist_job.is_none() {
+            return;
+        }
+        self.run.hist_error = None;
+        let id = self.submit(JobKind::Histogram { tensor: name });
+        self.run.hist_job = Some(id);
     }
 
     /// Translate a key into an action for the current mode and apply it.
@@ -556,6 +641,9 @@ impl App {
     // ---------------------------------------------------------------- update
 
     fn go(&mut self, s: Screen) {
+        if s == Screen::Run {
+            self.request_tensors();
+        }
         if self.screen != s {
             let prev = std::mem::replace(&mut self.screen, s);
             self.history.push(prev);
@@ -1022,7 +1110,23 @@ impl App {
     fn update_run(&mut self, a: Action) {
         match a {
             Action::Back => self.back(),
-            Action::NextPane => self.run.pane = (self.run.pane + 1) % 2,
+            Action::NextPane => self.run.pane = (self.run.pane + 1) % 3,
+            Action::Up
+            | Action::Down
+            | Action::Top
+            | Action::Bottom
+            | Action::PageUp
+            | Action::PageDown
+                if self.run.pane == 2 =>
+            {
+                let n = self.run.tensors.as_ref().map_or(0, |l| l.rows.len());
+                let before = self.run.tensor_sel;
+                Self::move_sel(&mut self.run.tensor_sel, n, a);
+                if self.run.tensor_sel != before {
+                    self.request_hist();
+                }
+            }
+            Action::Select if self.run.pane == 2 => self.request_hist(),
             Action::Select => {
                 if let Some(id) = self.run.findings.get(self.run.sel).map(|f| f.id.clone()) {
                     self.open_entry(&id);

@@ -1,7 +1,10 @@
 //! A thin, pure walk over a declarative tree ([`TreeDef`]): the current node, the value
 //! that answered it (from a probe, a fact or the user) and the branch it proposes; confirm,
 //! override and back. No I/O — the app asks the worker for probe results and feeds them in.
-//! Kept behind [`Walk`]'s small API so it can later delegate to `crate::trees`.
+//! It is not `crate::trees::Walk`: that engine borrows the catalog (`Walk<'c>`) and
+//! answers a node in one step, while the TUI owns its catalog behind an `Arc` and needs a
+//! proposal the user confirms or overrides; the verdict choice is shared
+//! ([`crate::trees::auto::pick`]).
 
 use mltriage_probes::probe::Status;
 
@@ -131,14 +134,12 @@ impl Walk {
         }
     }
 
-    /// The probe's findings answer the current numeric node: the first finding's outcome
-    /// picks the branch (its entry preferred when several).
+    /// The probe's findings answer the current numeric node: the verdict the CLI's
+    /// `walk` would take ([`crate::trees::auto::pick`]: the node's entry, else the most
+    /// severe) picks the branch.
     pub fn propose_from_findings(&mut self, findings: &[Finding]) {
         let Some(n) = self.node() else { return };
-        let f = findings
-            .iter()
-            .find(|f| Some(&f.id) == n.entry.as_ref())
-            .or_else(|| findings.first());
+        let f = crate::trees::auto::pick(findings, n.entry.as_deref());
         let (answer, measured, expected, status, message) = match f {
             Some(f) => (
                 if f.outcome.is_empty() {

@@ -2,6 +2,8 @@
 //! one waits — a newer request replaces the waiting one — progress is reported through the
 //! job, and Esc cancels the running job between probes. The work itself sits behind
 //! [`ProbeRunner`] so tests inject a synchronous runner and the UI never touches candle.
+//! Tensor views (the run screen's weight histogram) are a second lane ([`JobKind::is_view`]):
+//! the TUI gives them their own worker so a histogram never waits behind a long `check`.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +17,7 @@ use mltriage_probes::probe::Status;
 use mltriage_probes::run::Run;
 
 use super::event::Event;
+use super::weights::{RunWeights, TensorHist, TensorList};
 use crate::catalog::Catalog;
 use crate::check;
 use crate::findings::{order, Finding};
@@ -32,6 +35,17 @@ pub enum JobKind {
     Probe { probe: String },
     /// The probes answering one entry ("check this").
     EntryCheck { entry: String },
+    /// The tensors of the newest (and the init) checkpoint.
+    Tensors,
+    /// One tensor's statistics and histogram, init vs now.
+    Histogram { tensor: String },
+}
+
+impl JobKind {
+    /// Reads tensors for display rather than running probes: its own lane.
+    pub fn is_view(&self) -> bool {
+        matches!(self, JobKind::Tensors | JobKind::Histogram { .. })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +82,8 @@ pub struct RunSummary {
 pub enum JobOutput {
     Attached(Box<RunSummary>, Vec<Finding>),
     Findings(Vec<Finding>),
+    Tensors(Box<TensorList>),
+    Histogram(Box<TensorHist>),
     Cancelled,
     Failed(String),
 }
@@ -88,7 +104,9 @@ pub struct LiveRunner {
     cat: Arc<Catalog>,
     path: Option<PathBuf>,
     run: Option<Run>,
+    device: DeviceRequest,
     compute: Option<Compute>,
+    weights: Option<RunWeights>,
 }
 
 impl LiveRunner {
@@ -97,8 +115,26 @@ impl LiveRunner {
             cat,
             path,
             run: None,
+            device: DeviceRequest::Auto,
             compute: None,
+            weights: None,
         }
+    }
+
+    /// Compute on this device (`--device`); the default is `auto`.
+    pub fn with_device(mut self, device: DeviceRequest) -> Self {
+        self.device = device;
+        self.compute = None;
+        self
+    }
+
+    /// The run's checkpoint weights, opened once (headers only).
+    fn weights(&mut self) -> Result<&RunWeights, String> {
+        if self.weights.is_none() {
+            let w = RunWeights::open(self.ensure_run()?);
+            self.weights = Some(w);
+        }
+        Ok(self.weights.as_ref().expect("set above"))
     }
 
     fn ensure_run(&mut self) -> Result<&Run, String> {
@@ -115,7 +151,7 @@ impl LiveRunner {
 
     fn compute(&mut self) -> Compute {
         self.compute
-            .get_or_insert_with(|| Compute::select(DeviceRequest::Auto))
+            .get_or_insert_with(|| Compute::select(self.device))
             .clone()
     }
 
@@ -244,6 +280,18 @@ impl ProbeRunner for LiveRunner {
                     return JobOutput::Failed(format!("no probe answers {entry}"));
                 }
                 self.probes(&ids, &job.facts, progress, cancel)
+            }
+            JobKind::Tensors => {
+                return match self.weights() {
+                    Ok(w) => JobOutput::Tensors(Box::new(w.list())),
+                    Err(e) => JobOutput::Failed(e),
+                }
+            }
+            JobKind::Histogram { tensor } => {
+                return match self.weights() {
+                    Ok(w) => JobOutput::Histogram(Box::new(w.histogram(tensor))),
+                    Err(e) => JobOutput::Failed(e),
+                }
             }
         };
         match result {

@@ -33,6 +33,13 @@ pub struct Cli {
     /// Print where mltriage reads its configuration (the TUI key map) and exit.
     #[arg(long)]
     pub show_paths: bool,
+    /// TUI: a fact the artifacts may not say, e.g. --fact vocab_size=50257 (repeatable).
+    /// Subcommands take their own --fact after their name.
+    #[arg(long = "fact", value_name = "KEY=VALUE")]
+    pub facts: Vec<String>,
+    /// TUI: where the probes compute: auto | cpu | cuda | cuda:N.
+    #[arg(long, value_name = "DEVICE")]
+    pub device: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -146,6 +153,17 @@ pub fn load_catalog(cli: &Cli) -> anyhow::Result<Catalog> {
 /// Run the parsed command line. Errors are printed by `main` as one line, exit 2.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let style = Style::detect(cli.color);
+    if cli.command.is_some() && (!cli.facts.is_empty() || cli.device.is_some()) {
+        let which = if cli.facts.is_empty() {
+            "--device"
+        } else {
+            "--fact"
+        };
+        return Err(UsageError(format!(
+            "{which} before a subcommand applies to the interactive UI only; put it after the subcommand (e.g. `mltriage check RUN {which} …`)"
+        ))
+        .into());
+    }
     match &cli.command {
         Some(Command::Lint { dir }) => catalog_cmds::lint(dir.as_deref()),
         Some(Command::Completions { shell }) => {
@@ -262,6 +280,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         None => {
             let started = std::time::Instant::now();
+            // Checked before the terminal is touched, so a typo is one line on stderr.
+            let facts = run_cmds::parse_facts(&cli.facts)?;
+            let device = match cli.device.as_deref() {
+                Some(d) => d
+                    .parse()
+                    .map_err(|e: mltriage_probes::device::DeviceSyntaxError| {
+                        UsageError(e.to_string())
+                    })?,
+                None => mltriage_probes::device::DeviceRequest::Auto,
+            };
             let cat = load_catalog(&cli)?;
             use std::io::IsTerminal;
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
@@ -276,7 +304,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 let opts = crate::tui::TuiOptions {
                     run: cli.run.clone(),
-                    facts: Default::default(),
+                    facts,
+                    device,
                     color: crate::tui::color_enabled(cli.color),
                     ascii: cli.ascii,
                     started,

@@ -67,6 +67,10 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         }
         (_, Screen::Run) => vec![
             (k(Action::NextPane), "pane"),
+            (
+                format!("{}/{}", k(Action::Down), k(Action::Up)),
+                if app.run.pane == 2 { "tensor" } else { "move" },
+            ),
             (k(Action::Select), "open"),
             (k(Action::Check), "re-check"),
             (k(Action::Back), "back"),

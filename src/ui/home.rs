@@ -1,5 +1,6 @@
 //! Home: the trees to walk, the catalog by domain, and — with a run attached — a one-line
-//! summary of what was found in it and the `check` findings, marked `✗ ! ✓ ·` plus a word.
+//! summary of what was found in it (and the user's `--fact`s) and the `check` findings,
+//! marked `✗ ! ✓ ·` plus a word.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -75,7 +76,29 @@ fn summary_line(app: &App, area: Rect, buf: &mut Buffer) {
             Line::from(spans)
         }
     };
+    let mut line = line;
+    if let Some(f) = user_facts(app) {
+        // Before the artifact counts, which are the first thing a narrow terminal cuts.
+        let at = if app.run.summary.is_some() {
+            line.spans.len().saturating_sub(1)
+        } else {
+            line.spans.len()
+        };
+        line.spans
+            .insert(at, Span::styled(format!("  · {} {f}", S::FACTS), t.key()));
+    }
     line.render(area, buf);
+}
+
+/// The facts the user gave (`--fact`, `:fact`), as `k=v k=v`.
+pub fn user_facts(app: &App) -> Option<String> {
+    let v: Vec<String> = app
+        .facts
+        .iter()
+        .filter(|(_, f)| f.source == mltriage_probes::facts::FactSource::User)
+        .map(|(k, f)| format!("{k}={}", f.value))
+        .collect();
+    (!v.is_empty()).then(|| v.join(" "))
 }
 
 /// A findings list (shared with the run screen).

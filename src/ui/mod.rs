@@ -12,6 +12,7 @@ pub mod search;
 pub mod strings;
 pub mod theme;
 pub mod walk;
+pub mod weights;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -1,6 +1,9 @@
 //! Run: loss, grad-norm and learning-rate charts from the run's metric logs, with the
 //! playbook's threshold bands drawn as lines and anomalies (points the findings name, or
-//! outside the band) marked; the findings list beside them (Tab, Enter opens the entry).
+//! outside the band) marked; the weights pane beside them (a checkpoint tensor's histogram,
+//! init vs now); the findings list below (Tab cycles charts → findings → tensors, Enter
+//! opens a finding's entry). Narrower than 60 columns the weights replace the charts while
+//! their pane has the focus.
 
 use mltriage_probes::probe::Status;
 use ratatui::buffer::Buffer;
@@ -9,7 +12,7 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 
-use super::{home::findings_pane, pane, strings as S};
+use super::{home::findings_pane, pane, strings as S, weights};
 use crate::app::worker::SeriesView;
 use crate::app::App;
 use crate::catalog::Threshold;
@@ -52,8 +55,11 @@ fn band(app: &App, metric: &str) -> Option<(f64, f64, String)> {
     }
 }
 
-fn fmt(v: f64) -> String {
-    if v == 0.0 {
+/// A number in at most ~8 characters (`0`, `1.18`, `-1.9e-3`, `NaN`).
+pub fn fmt(v: f64) -> String {
+    if !v.is_finite() {
+        format!("{v}")
+    } else if v == 0.0 {
         "0".into()
     } else if v.abs() >= 1e4 || v.abs() < 1e-2 {
         format!("{v:.1e}")
@@ -209,26 +215,30 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         Paragraph::new(Line::styled(S::NO_RUN_ATTACHED, t.dim())).render(inner, buf);
         return;
     }
-    let findings_w = if area.width >= 100 {
-        area.width * 2 / 5
+    let findings_h = (app.run.findings.len() as u16 + 2)
+        .clamp(3, 8)
+        .min(area.height / 4);
+    let [top, below] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(findings_h)]).areas(area);
+    // Weights beside the charts; a narrow terminal shows one or the other (the focus picks).
+    let weights_focused = app.run.pane == 2;
+    let weights_w = if top.width >= 60 {
+        (top.width / 2).max(38).min(top.width - 20)
+    } else if weights_focused {
+        top.width
     } else {
         0
     };
-    let findings_h = if findings_w == 0 {
-        (app.run.findings.len() as u16 + 2)
-            .clamp(3, 6)
-            .min(area.height / 4)
-    } else {
-        0
-    };
-    let [left, right] =
-        Layout::horizontal([Constraint::Min(20), Constraint::Length(findings_w)]).areas(area);
-    let [charts, below] =
-        Layout::vertical([Constraint::Min(3), Constraint::Length(findings_h)]).areas(left);
-    let rows = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(charts);
-    for (i, (m, title, probes)) in CHARTS.iter().enumerate() {
-        chart(app, m, title, probes, rows[i], buf);
+    let [charts, weights_area] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(weights_w)]).areas(top);
+    if charts.width > 0 {
+        let rows = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(charts);
+        for (i, (m, title, probes)) in CHARTS.iter().enumerate() {
+            chart(app, m, title, probes, rows[i], buf);
+        }
     }
-    let fa = if findings_w > 0 { right } else { below };
-    findings_pane(app, app.run.pane == 1, fa, buf);
+    if weights_area.width > 0 {
+        weights::render(app, weights_focused, weights_area, buf);
+    }
+    findings_pane(app, app.run.pane == 1, below, buf);
 }

@@ -51,6 +51,15 @@ pub const RUN: &str = "Run";
 pub const NO_SERIES: &str = "not logged";
 pub const ANOMALY: &str = "anomaly";
 pub const BAND: &str = "band";
+pub const WEIGHTS: &str = "Weights";
+pub const NO_TENSORS: &str = "no tensors to show";
+pub const NO_CHECKPOINT: &str = "no checkpoint weights in this run";
+pub const READING_TENSORS: &str = "reading the checkpoint tensors…";
+pub const NO_HIST: &str = "no histogram for this tensor";
+pub const COMPUTING_HIST: &str = "computing the histogram…";
+pub const NO_FINITE: &str = "no finite values to bin";
+pub const EMPTY_TENSOR: &str = "empty tensor (0 elements)";
+pub const FACTS: &str = "facts";
 
 pub const HELP: &str = "Keys";
 pub const HELP_FILTER: &str = "filter";
@@ -94,7 +103,7 @@ pub fn action_help(name: &str) -> &'static str {
         "search" => "search the catalog",
         "help" => "this help",
         "palette" => "command palette (:walk stability, :export md, :quit)",
-        "run" => "run screen: charts and findings",
+        "run" => "run screen: charts, weight histograms and findings",
         "home" => "home screen",
         "check" => "check: run the probes (entry: this entry's probes)",
         "override" => "walk: override the proposed branch",

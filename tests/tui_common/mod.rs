@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
+use mltriage::app::weights::{self, SideInput, TensorHist, TensorList, TensorRow};
 use mltriage::app::worker::{JobKind, JobOutput, JobRequest, ProbeRunner, RunSummary, SeriesView};
 use mltriage::app::{App, AppOptions, Headless, Keymap};
 use mltriage::catalog::Catalog;
@@ -13,6 +14,7 @@ use mltriage::findings::Finding;
 use mltriage::search::SearchIndex;
 use mltriage::ui::theme::Theme;
 use mltriage_probes::probe::Status;
+use mltriage_probes::tensors::DType;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
@@ -144,9 +146,92 @@ impl ProbeRunner for ScriptedRunner {
                     JobOutput::Findings(vec![finding("S1.1", probe, Status::Skip, "skip", "", "")])
                 }
             },
+            JobKind::Tensors => JobOutput::Tensors(Box::new(scripted_tensors())),
+            JobKind::Histogram { tensor } => match scripted_hist(tensor) {
+                Some(h) => JobOutput::Histogram(Box::new(h)),
+                None => JobOutput::Failed(format!("{tensor}: no such tensor")),
+            },
             _ => JobOutput::Findings(Vec::new()),
         }
     }
+}
+
+/// A deterministic N(0, 1)-looking sample (sum of uniforms from an LCG).
+fn gaussianish(n: usize, scale: f32) -> Vec<f32> {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..n)
+        .map(|_| {
+            let mut s = 0.0f32;
+            for _ in 0..12 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                s += (x >> 40) as f32 / (1u64 << 24) as f32;
+            }
+            (s - 6.0) * scale
+        })
+        .collect()
+}
+
+fn le(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Two tensors: an embedding that collapsed from std 1 to a spike at 0, and a norm weight.
+pub fn scripted_tensors() -> TensorList {
+    TensorList {
+        now_step: Some(300),
+        init_step: Some(0),
+        rows: vec![
+            TensorRow {
+                name: "model.embed.weight".into(),
+                dtype: "F32".into(),
+                shape: vec![512, 8],
+                in_now: true,
+                in_init: true,
+            },
+            TensorRow {
+                name: "model.norm.weight".into(),
+                dtype: "F32".into(),
+                shape: vec![8],
+                in_now: true,
+                in_init: true,
+            },
+        ],
+        problems: Vec::new(),
+    }
+}
+
+pub fn scripted_hist(tensor: &str) -> Option<TensorHist> {
+    let (init, now, shape) = match tensor {
+        "model.embed.weight" => (
+            gaussianish(4096, 1.0),
+            gaussianish(4096, 0.01),
+            vec![512, 8],
+        ),
+        "model.norm.weight" => (vec![1.0; 8], vec![f32::NAN; 8], vec![8]),
+        _ => return None,
+    };
+    let (init, now) = (le(&init), le(&now));
+    Some(weights::from_bytes(
+        tensor,
+        &[
+            SideInput {
+                label: "init",
+                step: 0,
+                dtype: DType::F32,
+                shape: shape.clone(),
+                bytes: &init,
+            },
+            SideInput {
+                label: "now",
+                step: 300,
+                dtype: DType::F32,
+                shape,
+                bytes: &now,
+            },
+        ],
+    ))
 }
 
 pub fn finding(
