@@ -127,9 +127,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
                         ext,
                         content,
                     } => {
-                        let r = export::write_unique(&dir, &stem, &ext, &content)
-                            .map_err(|e| format!("{}: {e}", dir.display()));
-                        app.on_written(r);
+                        app.on_written(export::write_reported(&dir, &stem, &ext, &content));
                     }
                 }
             }

@@ -197,15 +197,7 @@ fn trees_json_lists_the_seven_trees() {
         .iter()
         .map(|t| t["id"].as_str().unwrap())
         .collect();
-    for t in [
-        "stability",
-        "convergence",
-        "llm",
-        "vision",
-        "diffusion",
-        "rl",
-        "vlm",
-    ] {
+    for t in mltriage::catalog::lint::REQUIRED_TREES {
         assert!(ids.contains(&t), "{t}");
     }
     for t in v["trees"].as_array().unwrap() {

@@ -1283,9 +1283,8 @@ impl Headless {
                         ext,
                         content,
                     } => {
-                        let r = export::write_unique(&dir, &stem, &ext, &content)
-                            .map_err(|e| e.to_string());
-                        self.app.on_written(r);
+                        self.app
+                            .on_written(export::write_reported(&dir, &stem, &ext, &content));
                     }
                 }
             }

@@ -193,6 +193,15 @@ fn default_priority() -> i32 {
 }
 
 impl ProbeDef {
+    /// Thresholds as `key=value, …` for display.
+    pub fn thresholds_text(&self) -> String {
+        self.thresholds
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Thresholds in the form the probes crate consumes.
     pub fn params(&self) -> mltriage_probes::probe::Params {
         use mltriage_probes::probe::{ParamValue, Params};

@@ -153,11 +153,7 @@ pub fn render_entry(cat: &Catalog, e: &Entry, st: &Style) -> String {
     if !checks.is_empty() {
         s.push_str(&format!("{}\n", st.cyan("Checks mltriage runs")));
         for p in checks {
-            let th: Vec<String> = p
-                .thresholds
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
+            let th = p.thresholds_text();
             s.push_str(&format!(
                 "  • {} — {}{}\n",
                 st.bold(&p.id),
@@ -165,7 +161,7 @@ pub fn render_entry(cat: &Catalog, e: &Entry, st: &Style) -> String {
                 if th.is_empty() {
                     String::new()
                 } else {
-                    st.dim(&format!(" ({})", th.join(", ")))
+                    st.dim(&format!(" ({})", th))
                 }
             ));
         }
@@ -239,15 +235,10 @@ fn show_node(
         s.push_str(&format!("  entry: {} {}\n", st.bold(&e.id), e.title));
     }
     if let Some(p) = probe {
-        let th: Vec<String> = p
-            .thresholds
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
         s.push_str(&format!(
             "  probe: {} ({})\n",
             st.bold(&p.id),
-            th.join(", ")
+            p.thresholds_text()
         ));
     }
     if let Some(f) = &n.fact {
