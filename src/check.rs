@@ -6,7 +6,8 @@ use std::path::Path;
 use mltriage_probes::device::Compute;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::{run_probe, ProbeCtx, ProbeSpec, Status, Verdict};
-use mltriage_probes::run::{facts_from_artifacts, Run};
+use mltriage_probes::run::{facts_from_artifacts, ArtifactKind, Run};
+use mltriage_probes::tensors::{OptimizerState, TensorFile};
 
 use crate::catalog::Catalog;
 use crate::findings::{order, Finding};
@@ -91,6 +92,7 @@ pub fn check(
     }
     order(cat, &mut findings);
     let mut problems = run.problems();
+    problems.extend(unreadable_tensor_files(run));
     problems.dedup();
     Report {
         run: display(&run.root),
@@ -101,6 +103,25 @@ pub fn check(
         problems,
         findings,
     }
+}
+
+/// Tensor-bearing files (weights, batches, optimizer state) whose headers do not open, as
+/// `<file>: <why>` — probes skip them, and the report names them.
+pub fn unreadable_tensor_files(run: &Run) -> Vec<String> {
+    use ArtifactKind::*;
+    run.artifacts
+        .iter()
+        .filter_map(|a| {
+            let opened = match a.kind {
+                Safetensors | SafetensorsIndex | TorchFile | Batch => {
+                    TensorFile::open(&a.path).map(|_| ())
+                }
+                Optimizer => OptimizerState::read(&a.path).map(|_| ()),
+                _ => return None,
+            };
+            opened.err().map(|e| e.to_string().replace('\n', " "))
+        })
+        .collect()
 }
 
 pub fn display(p: &Path) -> String {

@@ -105,7 +105,12 @@ fn non_utf8_names_and_empty_dirs_are_handled() {
     );
     let empty = tempfile::tempdir().unwrap();
     mlt().arg("inspect").arg(empty.path()).assert().success();
-    mlt().arg("check").arg(empty.path()).assert().success();
+    mlt()
+        .arg("check")
+        .arg(empty.path())
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("nothing to read"));
 }
 
 #[test]
@@ -142,5 +147,11 @@ fn a_run_made_of_bad_files_checks_with_skips_and_names_them() {
             .any(|p| p.as_str().unwrap().contains("badcrc")),
         "{problems:?}"
     );
+    for bad in ["garbage.pt", "truncated_data.safetensors"] {
+        assert!(
+            problems.iter().any(|p| p.as_str().unwrap().contains(bad)),
+            "{bad} not named in {problems:?}"
+        );
+    }
     assert!(!Path::new(PWNED).exists());
 }

@@ -55,6 +55,14 @@ fn search_plain_is_readable_and_handles_odd_input() {
         .assert()
         .success()
         .stdout(predicate::str::contains("no entries match"));
+    let long = "q".repeat(10_000);
+    let out = mlt().args(["search", &long]).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stdout.len() < 300,
+        "a 10 kB query is echoed back in full: {} bytes",
+        out.stdout.len()
+    );
     mlt()
         .args(["search", "loss", "--domain", "nope"])
         .assert()
@@ -200,6 +208,19 @@ fn trees_json_lists_the_seven_trees() {
     for t in mltriage::catalog::lint::REQUIRED_TREES {
         assert!(ids.contains(&t), "{t}");
     }
+    // Stability first (cheapest, most likely checks), then in the order of the brief.
+    assert_eq!(
+        ids,
+        [
+            "stability",
+            "convergence",
+            "llm",
+            "vision",
+            "diffusion",
+            "rl",
+            "vlm"
+        ]
+    );
     for t in v["trees"].as_array().unwrap() {
         assert!(t["root"].is_string() && t["nodes"].as_u64().unwrap() > 1);
     }

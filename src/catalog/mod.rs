@@ -124,6 +124,19 @@ impl Catalog {
     }
 
     fn reindex(&mut self) {
+        // The seven shipped trees in the order a user should reach for them (stability first:
+        // cheapest checks, most likely causes); a user's own trees after them.
+        const ORDER: [&str; 7] = [
+            "stability",
+            "convergence",
+            "llm",
+            "vision",
+            "diffusion",
+            "rl",
+            "vlm",
+        ];
+        self.trees
+            .sort_by_key(|t| ORDER.iter().position(|o| *o == t.id).unwrap_or(ORDER.len()));
         self.entry_idx = self
             .entries
             .iter()

@@ -61,8 +61,10 @@ pub fn search(
         return Ok(0);
     }
     if hits.is_empty() {
+        let shown: String = query.chars().take(60).collect();
+        let more = if shown.len() < query.len() { "…" } else { "" };
         emit(&format!(
-            "no entries match {query:?}; try other words, or `mltriage list`\n"
+            "no entries match {shown:?}{more}; try other words, or `mltriage list`\n"
         ));
         return Ok(0);
     }

@@ -121,10 +121,17 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
         st.bold("artifacts"),
         r.artifacts.len()
     ));
+    if r.artifacts.is_empty() {
+        s.push_str(&st.yellow(
+            "nothing to read: no metric logs, checkpoints, optimizer state, batches or configs found\n",
+        ));
+    }
     for p in &r.problems {
         s.push_str(&st.yellow(&format!("unreadable: {p}\n")));
     }
-    s.push('\n');
+    if r.findings.iter().any(|f| all || f.status != Status::Skip) {
+        s.push('\n');
+    }
     for f in &r.findings {
         if all || f.status != Status::Skip {
             s.push_str(&render_finding(f, st, false));
