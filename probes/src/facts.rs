@@ -43,6 +43,30 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("max_grad_norm", "gradient clipping threshold"),
     ("context", "sequence length the run trains or infers at"),
     ("total_steps", "planned optimizer steps of the run"),
+    (
+        "milestones",
+        "step schedule: comma-separated steps where the LR decays",
+    ),
+    (
+        "step_size",
+        "step schedule: the LR decays every this many steps",
+    ),
+    (
+        "gamma",
+        "step schedule: decay factor per milestone (default 0.1)",
+    ),
+    (
+        "architectures",
+        "config.json architectures, e.g. BertForSequenceClassification",
+    ),
+    (
+        "task",
+        "e.g. classification | token_classification | causal_lm (init loss: ln C vs ln V)",
+    ),
+    (
+        "claimed_effect",
+        "the improvement claimed in the compared metric, in its units (seed spread)",
+    ),
     ("domain", "llm | vision | diffusion | rl | vlm"),
 ];
 

@@ -149,6 +149,10 @@ pub struct CheckpointDir {
     /// Weights with no step in their names (the run's final model): `step` was inferred from
     /// the trainer state's global step, else the largest known step + 1.
     pub is_final: bool,
+    /// No step could be read or inferred (a lone model folder with no trainer state and no
+    /// other checkpoint): `step` is a placeholder 0 that says nothing — in particular not that
+    /// these are the initial weights.
+    pub step_unknown: bool,
 }
 
 fn lossy_paths<S: serde::Serializer>(p: &[PathBuf], s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -631,11 +635,11 @@ fn group_checkpoints(run: &Run) -> Vec<CheckpointDir> {
     let mut out: Vec<CheckpointDir> = groups.into_values().collect();
     let known_max = out.iter().map(|c| c.step).max();
     if !unstepped.is_empty() {
+        // Unknown when nothing states it: never 0 by default, which would read as the init.
         let final_step = run
             .trainer_state()
             .and_then(|t| t.global_step)
-            .or(known_max.map(|m| m.saturating_add(1)))
-            .unwrap_or(0);
+            .or(known_max.map(|m| m.saturating_add(1)));
         for (dir, files) in unstepped {
             let init =
                 files.iter().all(|a| is_init_name(&a.path)) || (dir != base && is_init_name(&dir));
@@ -646,7 +650,7 @@ fn group_checkpoints(run: &Run) -> Vec<CheckpointDir> {
                     .map(|a| a.path.clone())
             };
             out.push(CheckpointDir {
-                step: if init { 0 } else { final_step },
+                step: if init { 0 } else { final_step.unwrap_or(0) },
                 weights: files.iter().map(|a| a.path.clone()).collect(),
                 optimizer: sibling(K::Optimizer),
                 scheduler: sibling(K::Scheduler),
@@ -655,12 +659,14 @@ fn group_checkpoints(run: &Run) -> Vec<CheckpointDir> {
                 training_args: sibling(K::TrainingArgs),
                 is_init: init,
                 is_final: !init,
+                step_unknown: !init && final_step.is_none(),
                 path: dir,
             });
         }
     }
     for c in &mut out {
-        c.is_init |= c.step == 0;
+        // `checkpoint-0` or an explicit step 0 is the init; a placeholder 0 is not.
+        c.is_init |= c.step == 0 && !c.step_unknown;
         // A sharded checkpoint is named by its index; the shards are not listed separately.
         let indexed: Vec<PathBuf> = c
             .weights
@@ -875,8 +881,10 @@ fn config_problems(run: &Run) -> Vec<String> {
 }
 
 /// Facts the artifacts state: `vocab_size`, `num_classes`, token ids, context length, rope
-/// scaling from `config.json`; `total_steps` and cadence from `trainer_state.json`; a few
-/// hyper-parameters from Lightning's `hparams.yaml`; LoRA rank/alpha from `adapter_config.json`.
+/// scaling from `config.json`; `total_steps` and cadence from `trainer_state.json`; `lr_max`,
+/// `warmup_steps`, `schedule`, `accum_steps` from HF's `training_args.bin`; `lr_max` from a
+/// `scheduler.pt`'s `base_lrs` when nothing else says; a few hyper-parameters from Lightning's
+/// `hparams.yaml`; LoRA rank/alpha (and `from_scratch=false`) from `adapter_config.json`.
 /// Each fact names its file; user facts set later still win.
 pub fn facts_from_artifacts(run: &Run) -> Facts {
     let mut f = Facts::new();
@@ -889,6 +897,10 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
         };
         set("vocab_size", c.vocab_size.map(|v| v.to_string()));
         set("num_classes", c.num_labels.map(|v| v.to_string()));
+        set(
+            "architectures",
+            Some(c.architectures.join(",")).filter(|a| !a.is_empty()),
+        );
         set("pad_token_id", c.pad_token_id.map(|v| v.to_string()));
         set("eos_token_id", c.eos_token_id.map(|v| v.to_string()));
         set("bos_token_id", c.bos_token_id.map(|v| v.to_string()));
@@ -939,6 +951,12 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
         set("eval_steps", st.eval_steps);
         set("train_batch_size", st.train_batch_size);
     }
+    if let Some(p) = newest_of_kind(run, ArtifactKind::TrainingArgs) {
+        training_args_facts(p, &mut f);
+    }
+    if let Some(p) = newest_of_kind(run, ArtifactKind::Scheduler) {
+        scheduler_facts(p, &mut f);
+    }
     if let Some(a) = run.of_kind(ArtifactKind::AdapterConfig).first() {
         if let Ok(c) = AdapterConfig::read(&a.path) {
             let file = a.path.display().to_string();
@@ -948,12 +966,141 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
             if let Some(al) = c.lora_alpha {
                 f.set_artifact("lora_alpha", &al.to_string(), &file);
             }
+            // A PEFT adapter trains on top of pretrained weights.
+            f.set_artifact_if_absent("from_scratch", "false", &file);
         }
     }
     if let Some(a) = run.of_kind(ArtifactKind::HParams).first() {
         hparams_facts(&a.path, &mut f);
     }
     f
+}
+
+/// The root folder's file of this kind, else the one with the largest step (the newest
+/// checkpoint's).
+fn newest_of_kind(run: &Run, kind: ArtifactKind) -> Option<&Path> {
+    let all = run.of_kind(kind);
+    let base = run.base();
+    all.iter()
+        .find(|a| a.path.parent() == Some(base))
+        .or_else(|| {
+            all.iter()
+                .max_by_key(|a| (a.step, std::cmp::Reverse(&a.path)))
+        })
+        .map(|a| a.path.as_path())
+}
+
+/// HF `lr_scheduler_type` → the `schedule` fact (None where no fact value fits).
+fn schedule_of_hf(kind: &str, kwargs: Option<&crate::tensors::Value>) -> Option<&'static str> {
+    use crate::tensors::lookup;
+    let kw = |k: &str| kwargs.and_then(|v| lookup(v, k)).and_then(|v| v.as_f64());
+    match kind {
+        "linear" => Some("warmup_linear"),
+        // One cosine cycle down to 0 (restarts default to a single cycle).
+        "cosine" => Some("warmup_cosine"),
+        "cosine_with_restarts" if kw("num_cycles").unwrap_or(1.0) == 1.0 => Some("warmup_cosine"),
+        // Power 1 down to lr_end ≈ 0 is the linear schedule.
+        "polynomial" if kw("power").unwrap_or(1.0) == 1.0 => Some("warmup_linear"),
+        // HF's constant_with_warmup is a linear ramp then lr_max: a constant schedule with
+        // warmup_steps (fitting it this way also passes logs that miss the short ramp).
+        "constant" | "constant_with_warmup" => Some("constant"),
+        _ => None,
+    }
+}
+
+/// Facts from HF's `training_args.bin` (a pickled `TrainingArguments`, read without running
+/// it): `learning_rate` → lr_max, `warmup_steps` (or `warmup_ratio` × max_steps) →
+/// warmup_steps, `lr_scheduler_type` → schedule, `gradient_accumulation_steps` → accum_steps,
+/// `max_grad_norm`, `max_steps` → total_steps. Facts already set (trainer state) are kept.
+fn training_args_facts(path: &Path, f: &mut Facts) {
+    if let Ok(v) = crate::tensors::read_pickled_dict(path) {
+        training_args_value_facts(&v, &path.display().to_string(), f);
+    }
+}
+
+fn training_args_value_facts(v: &crate::tensors::Value, file: &str, f: &mut Facts) {
+    use crate::tensors::lookup;
+    let num = |k: &str| {
+        lookup(v, k)
+            .and_then(|x| x.as_f64())
+            .filter(|x| x.is_finite())
+    };
+    if num("learning_rate").is_none() && lookup(v, "lr_scheduler_type").is_none() {
+        return; // not a TrainingArguments
+    }
+    let args_max = num("max_steps").filter(|x| *x > 0.0);
+    let total = args_max.or_else(|| f.f64("total_steps").filter(|x| *x > 0.0));
+    let mut set = |k: &str, val: String| f.set_artifact_if_absent(k, &val, file);
+    if let Some(lr) = num("learning_rate").filter(|x| *x > 0.0) {
+        set("lr_max", lr.to_string());
+    }
+    if let Some(a) = num("gradient_accumulation_steps").filter(|x| *x >= 1.0) {
+        set("accum_steps", (a as u64).to_string());
+    }
+    if let Some(g) = num("max_grad_norm").filter(|x| *x > 0.0) {
+        set("max_grad_norm", g.to_string());
+    }
+    if let Some(m) = args_max {
+        set("total_steps", (m as u64).to_string());
+    }
+    let kind = lookup(v, "lr_scheduler_type")
+        .and_then(|x| x.as_str())
+        .map(|s| s.trim().to_ascii_lowercase());
+    let schedule = kind
+        .as_deref()
+        .and_then(|k| schedule_of_hf(k, lookup(v, "lr_scheduler_kwargs")));
+    if let Some(s) = schedule {
+        set("schedule", s.to_string());
+    }
+    // HF: warmup_steps ≥ 1 counts steps; in (0, 1) (transformers 5) or warmup_ratio (4.x) is
+    // a fraction of the total steps, rounded up. A plain constant schedule ignores warmup.
+    let ws = num("warmup_steps").filter(|x| *x >= 0.0);
+    let ratio = num("warmup_ratio").filter(|x| *x > 0.0);
+    let warmup = if kind.as_deref() == Some("constant") {
+        Some(0.0)
+    } else {
+        match (ws, ratio) {
+            (Some(w), _) if w >= 1.0 => Some(w.floor()),
+            (Some(w), _) if w > 0.0 => total.map(|t| (t * w).ceil()),
+            (_, Some(r)) => total.map(|t| (t * r).ceil()),
+            (Some(_), None) => Some(0.0),
+            (None, None) => None,
+        }
+    };
+    if let Some(w) = warmup {
+        set("warmup_steps", (w as u64).to_string());
+    }
+}
+
+/// `lr_max` from a torch LR scheduler's state (`scheduler.pt`): its `base_lrs` (the LR each
+/// param group was built with), when all groups share one; CyclicLR's `max_lrs`. Skipped for
+/// OneCycleLR, whose base LR is max_lr / div_factor.
+fn scheduler_facts(path: &Path, f: &mut Facts) {
+    if f.get("lr_max").is_some() {
+        return;
+    }
+    if let Ok(v) = crate::tensors::read_pickled_dict(path) {
+        scheduler_value_facts(&v, &path.display().to_string(), f);
+    }
+}
+
+fn scheduler_value_facts(v: &crate::tensors::Value, file: &str, f: &mut Facts) {
+    use crate::tensors::lookup;
+    if lookup(v, "_schedule_phases").is_some() {
+        return;
+    }
+    let lrs: Vec<f64> = lookup(v, "max_lrs")
+        .or_else(|| lookup(v, "base_lrs"))
+        .and_then(|x| x.as_seq())
+        .map(|s| s.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default();
+    let Some(&first) = lrs.first() else { return };
+    if first > 0.0
+        && first.is_finite()
+        && lrs.iter().all(|x| (x - first).abs() <= 1e-12 * first.abs())
+    {
+        f.set_artifact_if_absent("lr_max", &first.to_string(), file);
+    }
 }
 
 /// Top-level `key: scalar` lines of a Lightning `hparams.yaml` (no YAML parser needed for
@@ -991,6 +1138,128 @@ fn hparams_facts(path: &Path, f: &mut Facts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensors::Value;
+
+    /// A pickled `TrainingArguments`-like object: a class with a BUILD state dict.
+    fn args_object(fields: &[(&str, Value)]) -> Value {
+        Value::Object {
+            class: (
+                "transformers.training_args".into(),
+                "TrainingArguments".into(),
+            ),
+            args: Vec::new(),
+            state: Some(Box::new(Value::Dict(
+                fields
+                    .iter()
+                    .map(|(k, v)| (Value::Str(k.to_string()), v.clone()))
+                    .collect(),
+            ))),
+        }
+    }
+
+    fn sched_type(s: &str) -> Value {
+        Value::Object {
+            class: ("transformers.trainer_utils".into(), "SchedulerType".into()),
+            args: vec![Value::Str(s.into())],
+            state: None,
+        }
+    }
+
+    #[test]
+    fn training_args_give_lr_warmup_schedule_accum() {
+        // transformers 4.x: warmup_ratio × max_steps, rounded up; linear → warmup_linear.
+        let v = args_object(&[
+            ("learning_rate", Value::Float(3e-4)),
+            ("lr_scheduler_type", sched_type("linear")),
+            ("warmup_steps", Value::Int(0)),
+            ("warmup_ratio", Value::Float(0.03)),
+            ("max_steps", Value::Int(1000)),
+            ("gradient_accumulation_steps", Value::Int(8)),
+        ]);
+        let mut f = Facts::new();
+        training_args_value_facts(&v, "training_args.bin", &mut f);
+        assert_eq!(f.f64("lr_max"), Some(3e-4));
+        assert_eq!(f.get("schedule"), Some("warmup_linear"));
+        assert_eq!(f.u64("warmup_steps"), Some(30));
+        assert_eq!(f.u64("accum_steps"), Some(8));
+        assert_eq!(f.u64("total_steps"), Some(1000));
+
+        // transformers 5: a fractional warmup_steps is a ratio of the trainer state's total.
+        let v = args_object(&[
+            ("learning_rate", Value::Float(1e-3)),
+            ("lr_scheduler_type", sched_type("cosine")),
+            ("warmup_steps", Value::Float(0.1)),
+            ("max_steps", Value::Int(-1)),
+        ]);
+        let mut f = Facts::new();
+        f.set_artifact("total_steps", "450", "trainer_state.json");
+        training_args_value_facts(&v, "training_args.bin", &mut f);
+        assert_eq!(f.get("schedule"), Some("warmup_cosine"));
+        assert_eq!(f.u64("warmup_steps"), Some(45));
+
+        // constant_with_warmup → constant with its warmup; plain constant ignores warmup;
+        // an unknown scheduler sets no schedule; user facts still win.
+        for (kind, sched, warm) in [
+            ("constant_with_warmup", Some("constant"), 100),
+            ("constant", Some("constant"), 0),
+            ("inverse_sqrt", None, 100),
+        ] {
+            let v = args_object(&[
+                ("learning_rate", Value::Float(2e-5)),
+                ("lr_scheduler_type", sched_type(kind)),
+                ("warmup_steps", Value::Int(100)),
+            ]);
+            let mut f = Facts::from_args(&["lr_max=0.5"]).unwrap();
+            training_args_value_facts(&v, "training_args.bin", &mut f);
+            assert_eq!(f.get("schedule"), sched, "{kind}");
+            assert_eq!(f.u64("warmup_steps"), Some(warm), "{kind}");
+            assert_eq!(f.f64("lr_max"), Some(0.5), "{kind}: the user's fact wins");
+        }
+        // Not a TrainingArguments: nothing.
+        let mut f = Facts::new();
+        training_args_value_facts(&Value::Dict(Vec::new()), "x.bin", &mut f);
+        assert_eq!(f.iter().count(), 0);
+    }
+
+    #[test]
+    fn scheduler_base_lrs_give_lr_max_when_unambiguous() {
+        let lrs = |xs: &[f64]| Value::List(xs.iter().map(|x| Value::Float(*x)).collect());
+        let dict = |kv: Vec<(&str, Value)>| {
+            Value::Dict(
+                kv.into_iter()
+                    .map(|(k, v)| (Value::Str(k.into()), v))
+                    .collect(),
+            )
+        };
+        let mut f = Facts::new();
+        scheduler_value_facts(
+            &dict(vec![("base_lrs", lrs(&[1e-3, 1e-3]))]),
+            "s.pt",
+            &mut f,
+        );
+        assert_eq!(f.f64("lr_max"), Some(1e-3));
+        // Groups with different LRs: which one the logs show is unknown.
+        let mut f = Facts::new();
+        scheduler_value_facts(
+            &dict(vec![("base_lrs", lrs(&[1e-5, 1e-3]))]),
+            "s.pt",
+            &mut f,
+        );
+        assert_eq!(f.get("lr_max"), None);
+        // OneCycleLR: base_lrs are max_lr / div_factor.
+        let mut f = Facts::new();
+        let one_cycle = dict(vec![
+            ("base_lrs", lrs(&[4e-5])),
+            ("_schedule_phases", Value::List(Vec::new())),
+        ]);
+        scheduler_value_facts(&one_cycle, "s.pt", &mut f);
+        assert_eq!(f.get("lr_max"), None);
+        // CyclicLR: the top of the cycle.
+        let mut f = Facts::new();
+        let cyclic = dict(vec![("base_lrs", lrs(&[1e-4])), ("max_lrs", lrs(&[1e-2]))]);
+        scheduler_value_facts(&cyclic, "s.pt", &mut f);
+        assert_eq!(f.f64("lr_max"), Some(1e-2));
+    }
 
     #[test]
     fn steps_from_names() {

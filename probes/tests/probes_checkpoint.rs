@@ -100,6 +100,32 @@ fn run_on(id: &str, run: &Run, user: &[&str]) -> Vec<Verdict> {
     run_probe(spec(id), &ctx)
 }
 
+/// One probe on `dir` with some playbook thresholds replaced.
+fn one_with(id: &str, dir: &Path, user: &[&str], set: &[(&str, f64)]) -> Verdict {
+    let run = Run::discover(dir).unwrap();
+    let mut facts = facts_from_artifacts(&run);
+    facts.merge(&Facts::from_args(user).unwrap());
+    let mut params = params_for(id);
+    for (k, v) in set {
+        assert!(
+            params.f64(k).is_ok(),
+            "{id}: no threshold {k} in probes.yaml"
+        );
+        params.insert(k, ParamValue::Num(*v));
+    }
+    let compute = Compute::cpu();
+    let ctx = ProbeCtx {
+        run: &run,
+        facts: &facts,
+        params: &params,
+        compute: &compute,
+        baseline: None,
+    };
+    let v = run_probe(spec(id), &ctx);
+    assert_eq!(v.len(), 1, "{id}: {v:#?}");
+    v.into_iter().next().unwrap()
+}
+
 fn probe(id: &str, dir: &Path, user: &[&str]) -> Vec<Verdict> {
     let run = Run::discover(dir).unwrap();
     run_on(id, &run, user)
@@ -384,8 +410,15 @@ fn frozen_prefix_shrunk_is_decayed_and_noise_is_moved() {
         ("O17", Status::Fail, "decayed"),
         "{v:#?}"
     );
+    // The message names the real mechanism: torch optimizers skip params whose .grad is None
+    // (zero_grad(set_to_none=True), the torch ≥ 2.0 default); a frozen param drifts only while
+    // it carries a zero (or stale) .grad, e.g. under zero_grad(set_to_none=False).
     assert!(
-        v.message.contains("requires_grad=False is not enough"),
+        v.message.contains("set_to_none=False")
+            && v.message.contains("set_to_none=True")
+            && v.message.contains(".grad is None")
+            && v.message
+                .contains("requires_grad=False alone does not take a param out"),
         "{}",
         v.message
     );
@@ -843,6 +876,367 @@ fn weight_histogram_collapse_and_update_ratio_bands() {
         (v.status, v.outcome.as_str()),
         (Status::Fail, "high"),
         "{v:#?}"
+    );
+}
+
+#[test]
+fn lone_model_folder_is_trained_weights_not_an_init() {
+    // model.safetensors + config.json, no trainer state, no other checkpoint: the step is
+    // unknown, so N(0,1) matrices are a warning about trained weights, not an init failure.
+    let d = tempfile::tempdir().unwrap();
+    write_st(
+        &d.path().join("model.safetensors"),
+        &[t("fc1.weight", &[32, 64], randn(2048, 1.0, 1))],
+    );
+    std::fs::write(d.path().join("config.json"), "{}").unwrap();
+    let v = one("init_weight_stats", d.path(), &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "too_large"),
+        "{v:#?}"
+    );
+    assert!(
+        v.message.contains("not at init") && v.measured.contains("unknown step"),
+        "{v:#?}"
+    );
+    // The same weights as checkpoint-0 are the init: fail.
+    let d0 = tempfile::tempdir().unwrap();
+    ckpt(
+        d0.path(),
+        0,
+        &[t("fc1.weight", &[32, 64], randn(2048, 1.0, 1))],
+    );
+    assert_eq!(
+        one("init_weight_stats", d0.path(), &[]).status,
+        Status::Fail
+    );
+
+    // A lone adapter folder with every lora_B still zero: never trained (not "zero at init").
+    let d = tempfile::tempdir().unwrap();
+    let cfg = r#"{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "target_modules": ["q_proj"]}"#;
+    std::fs::write(d.path().join("adapter_config.json"), cfg).unwrap();
+    let lora = [
+        t(
+            "base_model.model.layers.0.q_proj.lora_A.weight",
+            &[4, 16],
+            randn(64, 0.1, 1),
+        ),
+        t(
+            "base_model.model.layers.0.q_proj.lora_B.weight",
+            &[16, 4],
+            vec![0.0; 64],
+        ),
+    ];
+    write_st(&d.path().join("adapter_model.safetensors"), &lora);
+    let v = one("lora_wiring", d.path(), &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "b_zero"),
+        "{v:#?}"
+    );
+    // In checkpoint-0 the zero B is by design.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("adapter_config.json"), cfg).unwrap();
+    write_st(
+        &d.path().join("checkpoint-0/adapter_model.safetensors"),
+        &lora,
+    );
+    assert_eq!(one("lora_wiring", d.path(), &[]).status, Status::Pass);
+}
+
+/// A fixed sin-cos position table [n, d] (values in [-1, 1], std ≈ 0.7).
+fn sincos(n: usize, d: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(n * d);
+    for pos in 0..n {
+        for i in 0..d {
+            let freq = 1.0 / 10000f64.powf((2 * (i / 2)) as f64 / d as f64);
+            let a = pos as f64 * freq;
+            out.push(if i % 2 == 0 { a.sin() } else { a.cos() } as f32);
+        }
+    }
+    out
+}
+
+#[test]
+fn embeddings_have_their_own_init_expectation() {
+    // PyTorch's default Linear init, N(0,1) nn.Embedding tables, torch.randn pos/cls tokens and
+    // a fixed sin-cos table: none is a failure at init.
+    let std = 1.0 / (3.0f32 * 64.0).sqrt();
+    let tensors = |extra: Vec<(&'static str, Vec<usize>, Vec<f32>)>| {
+        let mut v = vec![
+            t("blocks.0.fc.weight", &[64, 64], randn(4096, std, 1)),
+            t("embed_tokens.weight", &[100, 64], randn(6400, 1.0, 2)),
+            t("pos_embed", &[1, 17, 64], randn(17 * 64, 1.0, 3)),
+            t("cls_token", &[1, 1, 64], randn(64, 1.0, 4)),
+            t(
+                "encoder.position_embeddings.weight",
+                &[32, 64],
+                sincos(32, 64),
+            ),
+            t(
+                "patch_embed.proj.weight",
+                &[64, 3, 4, 4],
+                randn(3072, 0.1, 5),
+            ),
+        ];
+        v.extend(extra);
+        v
+    };
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 0, &tensors(Vec::new()));
+    let v = one("init_weight_stats", d.path(), &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Pass, "pass"),
+        "{v:#?}"
+    );
+    assert!(
+        v.message.contains("embed_tokens.weight") && v.message.contains("sin-cos"),
+        "{}",
+        v.message
+    );
+    assert_eq!(v.values["embeddings"], 4.0, "{v:#?}");
+
+    // Tied to the output head (the config fact, or a head holding the same bytes): warn.
+    let v = one("init_weight_stats", d.path(), &["tie_word_embeddings=true"]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "too_large"),
+        "{v:#?}"
+    );
+    assert!(
+        v.message.contains("tied to the output head"),
+        "{}",
+        v.message
+    );
+    let d = tempfile::tempdir().unwrap();
+    ckpt(
+        d.path(),
+        0,
+        &tensors(vec![t("lm_head.weight", &[100, 64], randn(6400, 1.0, 2))]),
+    );
+    assert_eq!(one("init_weight_stats", d.path(), &[]).status, Status::Warn);
+
+    // An embedding far past N(0,1) still fails at init.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(
+        d.path(),
+        0,
+        &[
+            t("blocks.0.fc.weight", &[64, 64], randn(4096, std, 1)),
+            t("transformer.wte.weight", &[100, 64], randn(6400, 10.0, 2)),
+        ],
+    );
+    let v = one("init_weight_stats", d.path(), &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "too_large"),
+        "{v:#?}"
+    );
+    assert!(
+        v.message.contains("transformer.wte.weight"),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn pretrained_step0_weights_are_not_judged_as_an_init() {
+    // A fine-tune's checkpoint-0: GPT-2-like c_attn with std 0.3 (3.4× Kaiming) and trained
+    // LayerNorm gains (an init sets them all to 1).
+    let gain = |seed| {
+        randn(256, 0.1, seed)
+            .iter()
+            .map(|x| x + 1.0)
+            .collect::<Vec<_>>()
+    };
+    let tensors = |g1: Vec<f32>, g2: Vec<f32>| {
+        vec![
+            t(
+                "h.0.attn.c_attn.weight",
+                &[256, 768],
+                randn(256 * 768, 0.3, 1),
+            ),
+            t("h.0.ln_1.weight", &[256], g1),
+            t("h.0.ln_2.weight", &[256], g2),
+        ]
+    };
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 0, &tensors(gain(2), gain(3)));
+    let v = one("init_weight_stats", d.path(), &[]);
+    assert_eq!(v.status, Status::Skip, "{v:#?}");
+    assert!(
+        v.message.contains("2 of 2 norm gains vary") && v.message.contains("from_scratch=true"),
+        "{}",
+        v.message
+    );
+    // The user says it is an init: judged (and too large).
+    let v = one("init_weight_stats", d.path(), &["from_scratch=true"]);
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "too_large"));
+    // Fresh gains (all 1): an init, judged even with a hub name in config.json.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 0, &tensors(vec![1.0; 256], vec![1.0; 256]));
+    std::fs::write(
+        d.path().join("checkpoint-0/config.json"),
+        r#"{"_name_or_path": "gpt2"}"#,
+    )
+    .unwrap();
+    assert_eq!(one("init_weight_stats", d.path(), &[]).status, Status::Fail);
+
+    // No norm gains to read: config.json's _name_or_path says from_pretrained.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(
+        d.path(),
+        0,
+        &[t("fc.weight", &[256, 768], randn(256 * 768, 0.3, 1))],
+    );
+    std::fs::write(
+        d.path().join("checkpoint-0/config.json"),
+        r#"{"_name_or_path": "openai-community/gpt2"}"#,
+    )
+    .unwrap();
+    let v = one("init_weight_stats", d.path(), &[]);
+    assert_eq!(v.status, Status::Skip, "{v:#?}");
+    assert!(v.message.contains("_name_or_path"), "{}", v.message);
+    // from_scratch=false: typed, or read from adapter_config.json (a PEFT run).
+    let v = one("init_weight_stats", d.path(), &["from_scratch=false"]);
+    assert!(
+        v.message.contains("from_scratch=false (--fact)"),
+        "{}",
+        v.message
+    );
+    std::fs::remove_file(d.path().join("checkpoint-0/config.json")).unwrap();
+    std::fs::write(d.path().join("adapter_config.json"), r#"{"r": 8}"#).unwrap();
+    let v = one("init_weight_stats", d.path(), &[]);
+    assert_eq!(v.status, Status::Skip);
+    assert!(v.message.contains("adapter_config.json"), "{}", v.message);
+}
+
+#[test]
+fn moved_thresholds_are_read_from_the_playbook() {
+    // std_floor: a conv with fan-in 65536 expects ≈ 0.0055 by Kaiming, 0.02 by the floor.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(
+        d.path(),
+        0,
+        &[t(
+            "conv.weight",
+            &[4, 4096, 4, 4],
+            randn(4 * 4096 * 16, 0.05, 1),
+        )],
+    );
+    assert_eq!(
+        one_with("init_weight_stats", d.path(), &[], &[]).status,
+        Status::Pass
+    );
+    let v = one_with("init_weight_stats", d.path(), &[], &[("std_floor", 0.005)]);
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "too_large"));
+
+    // Off-centre rule: 3 of 3 offset matrices fail at init; needing 4 makes it a warning.
+    let d = tempfile::tempdir().unwrap();
+    let off = |seed| randn(1024, 0.02, seed).iter().map(|x| x + 0.05).collect();
+    ckpt(
+        d.path(),
+        0,
+        &[
+            t("a.weight", &[32, 32], off(1)),
+            t("b.weight", &[32, 32], off(2)),
+            t("c.weight", &[32, 32], off(3)),
+        ],
+    );
+    assert_eq!(
+        one_with("init_weight_stats", d.path(), &[], &[]).status,
+        Status::Fail
+    );
+    let v = one_with(
+        "init_weight_stats",
+        d.path(),
+        &[],
+        &[("off_center_fail_min", 4.0)],
+    );
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Warn, "off_center"));
+
+    // update_ratio: 4% in 2 steps is per step 0.02..0.028, above high (1e-2): a warning at the
+    // default fail_factor 10, a failure at 1.5.
+    let a = randn(256, 0.05, 1);
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 0, &[t("l1.weight", &[16, 16], a.clone())]);
+    ckpt(
+        d.path(),
+        2,
+        &[t(
+            "l1.weight",
+            &[16, 16],
+            a.iter().map(|x| x * 1.04).collect(),
+        )],
+    );
+    assert_eq!(
+        one_with("update_ratio", d.path(), &[], &[]).status,
+        Status::Warn
+    );
+    assert_eq!(
+        one_with("update_ratio", d.path(), &[], &[("fail_factor", 1.5)]).status,
+        Status::Fail
+    );
+    // One tensor moving 200× the median: an outlier at 100×, not at 500×.
+    let d = tempfile::tempdir().unwrap();
+    let names = [
+        "l1.weight",
+        "l2.weight",
+        "l3.weight",
+        "l4.weight",
+        "l5.weight",
+    ];
+    let before: Vec<Vec<f32>> = (0..5).map(|i| randn(256, 0.05, 10 + i)).collect();
+    let mk = |scale: &dyn Fn(usize) -> f32| {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                t(
+                    n,
+                    &[16, 16],
+                    before[i].iter().map(|x| x * scale(i)).collect(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    ckpt(d.path(), 10, &mk(&|_| 1.0));
+    ckpt(d.path(), 11, &mk(&|i| if i == 4 { 1.2 } else { 1.001 }));
+    let v = one_with("update_ratio", d.path(), &[], &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "high"),
+        "{v:#?}"
+    );
+    assert!(v.message.contains("l5.weight"), "{}", v.message);
+    let v = one_with("update_ratio", d.path(), &[], &[("outlier_ratio", 500.0)]);
+    assert_eq!(v.status, Status::Pass, "{v:#?}");
+
+    // weight_histograms: zeros grow 40% → 60% (above zero_frac_warn 0.5, grown by 0.2).
+    let zeros = |frac: f64, seed| {
+        let mut v = randn(1000, 0.05, seed);
+        for x in v.iter_mut().take((1000.0 * frac) as usize) {
+            *x = 0.0;
+        }
+        v
+    };
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 0, &[t("l.weight", &[10, 100], zeros(0.4, 1))]);
+    ckpt(d.path(), 100, &[t("l.weight", &[10, 100], zeros(0.6, 1))]);
+    assert_eq!(
+        one_with("weight_histograms", d.path(), &[], &[]).status,
+        Status::Warn
+    );
+    assert_eq!(
+        one_with(
+            "weight_histograms",
+            d.path(),
+            &[],
+            &[("zero_frac_growth", 0.3)]
+        )
+        .status,
+        Status::Pass
     );
 }
 

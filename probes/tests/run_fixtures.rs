@@ -91,6 +91,67 @@ fn lm_healthy_tb_run_and_single_checkpoint() {
 }
 
 #[test]
+fn hf_training_args_and_scheduler_state_give_lr_facts() {
+    use mltriage_probes::facts::FactSource;
+    // A real HF TrainingArguments pickle: learning_rate, warmup_steps, cosine, accumulation.
+    let run = Run::discover(&fixture("hf_healthy")).unwrap();
+    let f = facts_from_artifacts(&run);
+    assert_eq!(f.f64("lr_max"), Some(0.001));
+    assert_eq!(f.u64("warmup_steps"), Some(30));
+    assert_eq!(f.get("schedule"), Some("warmup_cosine"));
+    assert_eq!(f.u64("accum_steps"), Some(1));
+    assert!(matches!(
+        &f.fact("lr_max").unwrap().source,
+        FactSource::Artifact(p) if p.ends_with("training_args.bin")
+    ));
+    // A custom loop's scheduler.pt: lr_max from base_lrs, no schedule guessed.
+    let run = Run::discover(&fixture("lm_healthy_tb")).unwrap();
+    let f = facts_from_artifacts(&run);
+    assert_eq!(f.f64("lr_max"), Some(0.001));
+    assert!(matches!(
+        &f.fact("lr_max").unwrap().source,
+        FactSource::Artifact(p) if p.ends_with("scheduler.pt")
+    ));
+    assert_eq!(f.get("schedule"), None);
+}
+
+#[test]
+fn lone_model_folder_has_no_step_and_is_not_the_init() {
+    // model.safetensors + config.json, nothing else: trained weights of unknown step.
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    write(&root.join("model.safetensors"), b"x");
+    write(&root.join("config.json"), b"{\"vocab_size\": 8}");
+    let run = Run::discover(root).unwrap();
+    assert_eq!(run.checkpoints.len(), 1);
+    let c = &run.checkpoints[0];
+    assert!(c.step_unknown && c.is_final && !c.is_init, "{c:?}");
+    assert!(c.config.is_some());
+
+    // With an `init/` folder beside it: the init stays the init, the final stays unknown.
+    write(&root.join("init/model.safetensors"), b"x");
+    let run = Run::discover(root).unwrap();
+    let flags: Vec<(bool, bool)> = run
+        .checkpoints
+        .iter()
+        .map(|c| (c.is_init, c.step_unknown))
+        .collect();
+    assert_eq!(flags, vec![(true, false), (false, true)]);
+
+    // An explicit checkpoint-0 is the init; the final model then gets step max + 1.
+    let d = tempfile::tempdir().unwrap();
+    write(&d.path().join("checkpoint-0/model.safetensors"), b"x");
+    write(&d.path().join("model.safetensors"), b"x");
+    let run = Run::discover(d.path()).unwrap();
+    let steps: Vec<(u64, bool, bool)> = run
+        .checkpoints
+        .iter()
+        .map(|c| (c.step, c.is_init, c.step_unknown))
+        .collect();
+    assert_eq!(steps, vec![(0, true, false), (1, false, false)]);
+}
+
+#[test]
 fn every_fixture_discovers_without_problems() {
     for run in [
         "diffusion_latents_unscaled",

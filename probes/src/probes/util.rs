@@ -96,6 +96,42 @@ pub fn iqm(v: &[f64]) -> Option<f64> {
     mean(&x[lo..hi])
 }
 
+/// Sample standard deviation of the finite values (None for fewer than two).
+pub fn std_dev(v: &[f64]) -> Option<f64> {
+    let x: Vec<f64> = v.iter().copied().filter(|a| a.is_finite()).collect();
+    if x.len() < 2 {
+        return None;
+    }
+    let m = x.iter().sum::<f64>() / x.len() as f64;
+    Some((x.iter().map(|a| (a - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64).sqrt())
+}
+
+/// Relative spread `(max - min) / max|x|` of the finite values (None when empty or all zero).
+pub fn rel_spread(v: &[f64]) -> Option<f64> {
+    let x: Vec<f64> = v.iter().copied().filter(|a| a.is_finite()).collect();
+    let hi = x.iter().copied().reduce(f64::max)?;
+    let lo = x.iter().copied().reduce(f64::min)?;
+    let scale = hi.abs().max(lo.abs());
+    (scale > 0.0).then(|| (hi - lo) / scale)
+}
+
+/// The most events inside any window of `width` consecutive steps, and the step the densest
+/// window starts at. `steps` must be sorted ascending.
+pub fn max_in_window(steps: &[u64], width: u64) -> (usize, Option<u64>) {
+    let width = width.max(1);
+    let (mut best, mut at, mut i) = (0usize, None, 0usize);
+    for (j, &s) in steps.iter().enumerate() {
+        while steps.get(i).is_some_and(|&a| s - a >= width) {
+            i += 1;
+        }
+        if j + 1 - i > best {
+            best = j + 1 - i;
+            at = steps.get(i).copied();
+        }
+    }
+    (best, at)
+}
+
 /// Mean of the last (`from_end`) or first `frac` of a series' finite values (≥ 1 point).
 fn part_mean(s: &Series, frac: f64, from_end: bool) -> Option<f64> {
     let v: Vec<f64> = s
@@ -195,6 +231,19 @@ mod tests {
         assert_eq!(iqm(&[1.0, 2.0, 3.0, 100.0]), Some(2.5));
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(iqm(&[]), None);
+    }
+
+    #[test]
+    fn spread_helpers() {
+        assert_eq!(std_dev(&[1.0]), None);
+        assert!((std_dev(&[1.0, 3.0]).unwrap() - 2f64.sqrt()).abs() < 1e-12);
+        assert_eq!(rel_spread(&[2.0, 1.0, f64::NAN]), Some(0.5));
+        assert_eq!(rel_spread(&[0.0, 0.0]), None);
+        // Sliding window: 4 events in 200 steps around step 500, even though the run is long.
+        let s = [10, 500, 550, 600, 650, 5000];
+        assert_eq!(max_in_window(&s, 200), (4, Some(500)));
+        assert_eq!(max_in_window(&s, 1), (1, Some(10)));
+        assert_eq!(max_in_window(&[], 200), (0, None));
     }
 
     #[test]
