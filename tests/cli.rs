@@ -395,3 +395,17 @@ fn top_level_fact_and_device_are_for_the_tui_and_checked_before_it_starts() {
         .unwrap();
     assert!(out.status.code().is_some_and(|c| c <= 1));
 }
+
+#[test]
+fn a_lone_model_folder_has_no_step_and_is_not_called_the_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::path::Path::new(&fixture("hf_healthy")).join("checkpoint-300");
+    for f in ["model.safetensors", "config.json"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let out = mlt().arg("inspect").arg(dir.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("step ?"), "{text}");
+    assert!(!text.contains("(init)"), "{text}");
+}

@@ -57,7 +57,8 @@ impl TensorList {
 pub struct HistSide {
     /// `init` or `now`.
     pub label: String,
-    pub step: u64,
+    /// `None` when nothing says which step the checkpoint is (a lone model folder).
+    pub step: Option<u64>,
     pub dtype: String,
     pub shape: Vec<usize>,
     pub stats: Option<TensorStats>,
@@ -117,7 +118,7 @@ pub fn from_bytes(tensor: &str, inputs: &[SideInput<'_>]) -> TensorHist {
         .zip(stats)
         .map(|(i, s)| HistSide {
             label: i.label.to_string(),
-            step: i.step,
+            step: Some(i.step),
             dtype: i.dtype.name().to_string(),
             shape: i.shape.clone(),
             stats: Some(s),
@@ -135,7 +136,8 @@ pub fn from_bytes(tensor: &str, inputs: &[SideInput<'_>]) -> TensorHist {
 
 /// One checkpoint's weight files, opened (headers only), with a name index.
 pub struct Weights {
-    pub step: u64,
+    /// `None` when nothing says which step the checkpoint is (a lone model folder).
+    pub step: Option<u64>,
     files: Vec<TensorFile>,
     /// Tensor name -> file holding it (the first file wins for duplicates).
     index: HashMap<String, usize>,
@@ -161,7 +163,7 @@ fn canonical(name: &str) -> &str {
 impl Weights {
     pub fn open(c: &CheckpointDir) -> Weights {
         let mut w = Weights {
-            step: c.step,
+            step: (!c.step_unknown).then_some(c.step),
             files: Vec::new(),
             index: HashMap::new(),
             names: Vec::new(),
@@ -221,7 +223,10 @@ impl Weights {
             error: None,
         };
         let Some(name) = self.resolve(name) else {
-            side.error = Some(format!("not in step {}", self.step));
+            side.error = Some(match self.step {
+                Some(step) => format!("not in step {step}"),
+                None => "not in this checkpoint".to_string(),
+            });
             return side;
         };
         let Some(tf) = self.file_of(name) else {
@@ -309,8 +314,8 @@ impl RunWeights {
             }
         }
         TensorList {
-            now_step: self.now.as_ref().map(|w| w.step),
-            init_step: self.init.as_ref().map(|w| w.step),
+            now_step: self.now.as_ref().and_then(|w| w.step),
+            init_step: self.init.as_ref().and_then(|w| w.step),
             rows,
             problems,
         }

@@ -235,9 +235,14 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
                     parts.push(n.into());
                 }
             }
+            let step = if c.step_unknown {
+                "?".to_string()
+            } else {
+                c.step.to_string()
+            };
             s.push_str(&format!(
                 "  step {:<8} {}{}\n",
-                c.step,
+                step,
                 parts.join(", "),
                 if c.is_init {
                     st.dim(" (init)")

@@ -155,10 +155,18 @@ fn side_label(h: &TensorHist, s: &HistSide) -> String {
     let w = h
         .sides
         .iter()
-        .map(|x| format!("{} @{}", x.label, x.step).chars().count())
+        .map(|x| labelled(x).chars().count())
         .max()
         .unwrap_or(0);
-    format!("{:<w$}", format!("{} @{}", s.label, s.step))
+    format!("{:<w$}", labelled(s))
+}
+
+/// `now @300`, or `now @?` when the checkpoint's step is unknown.
+fn labelled(s: &HistSide) -> String {
+    match s.step {
+        Some(step) => format!("{} @{step}", s.label),
+        None => format!("{} @?", s.label),
+    }
 }
 
 /// The statistics of one side, packed into as many lines of `width` as they need (the
