@@ -78,14 +78,20 @@ MANY_T=$( { /usr/bin/time -f "%e %M" target/release/mltriage inspect "$MANY" --j
 MANY_N=$(grep -c '"step"' "$DIR/many.json" || true)
 
 say "criterion: catalog load, index build, query latency"
-# One line per benchmark: "<name> <median> <unit>" (criterion prints [low median high]).
+# One line per benchmark, "<name>\t<median> <unit>": criterion prints "name  time: [low median high]",
+# or the name alone on a line before "time:" when it is long; names may contain spaces.
 CRIT=$(cargo bench --bench search -- --noplot 2>/dev/null | awk '
-  /time:/ { line = $0; sub(/^ *time: */, "", line); if (name == "") { name = $1; sub(/^[^ ]+ +time: */, "", line) }
-            gsub(/[\[\]]/, "", line); split(line, t, " "); print name, t[3], t[4]; name = ""; next }
-  NF > 0 && $0 !~ /^(Benchmarking|Found|Gnuplot|  )/ { name = $0; sub(/ +$/, "", name) }')
-ms_of() { awk -v n="$1" '$1 == n { v = $2; u = $3; if (u == "µs" || u == "us") v /= 1000; if (u == "ns") v /= 1e6; if (u == "s") v *= 1000; printf "%.3f", v }' <<<"$CRIT"; }
-IDX_MS=$(ms_of index_build)
-QMAX_MS=$(awk '$1 ~ /^query\// { v = $(NF-1); u = $NF; if (u == "µs" || u == "us") v /= 1000; if (u == "ns") v /= 1e6; if (v > m) m = v } END { printf "%.3f", m }' <<<"$CRIT")
+  /time:/ { i = index($0, "time:"); head = substr($0, 1, i - 1); gsub(/^ +| +$/, "", head)
+            if (head != "") name = head
+            v = substr($0, index($0, "[") + 1); sub(/\].*/, "", v); split(v, t, " ")
+            printf "%s\t%s %s\n", name, t[3], t[4]; name = ""; next }
+  /^[^ ]/ && !/^(Found|Benchmarking|Gnuplot|WARNING)/ { name = $0; gsub(/ +$/, "", name) }')
+# Median in ms of each benchmark whose name matches the regex $1, the largest of them.
+ms_max() { awk -F'\t' -v re="$1" '$1 ~ re { split($2, a, " "); v = a[1]; u = a[2]
+  if (u == "µs" || u == "us") v /= 1000; else if (u == "ns") v /= 1e6; else if (u == "s") v *= 1000
+  if (v > m) m = v; found = 1 } END { if (found) printf "%.3f", m }' <<<"$CRIT"; }
+IDX_MS=$(ms_max '^index_build$')
+QMAX_MS=$(ms_max '^query/')
 
 CAT_S=$(grep -m1 '^cat ' <<<"$STATS" | awk '{print $2}')
 OURS_S=$(grep -m1 '^stats (fused)' <<<"$STATS" | awk '{print $3}')
