@@ -114,11 +114,18 @@ ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN{pri
   echo "| search ≤ 5 ms per keystroke | p99 ${KS} ms | $(awk -v x="$KS" 'BEGIN{print (x<=5)?"met":"missed"}') |"
   echo "| search index ready ≤ 20 ms (criterion median) | ${IDX_MS:-?} ms | $(awk -v x="${IDX_MS:-999}" 'BEGIN{print (x<=20)?"met":"missed"}') |"
   echo "| one query ≤ 2 ms (criterion median, slowest labelled query) | ${QMAX_MS:-?} ms | $(awk -v x="${QMAX_MS:-999}" 'BEGIN{print (x<=2)?"met":"missed"}') |"
-  echo "| tensor stats ≥ 40% of cat's page-cache rate | cat ${CAT_S} s, ours ${OURS_S} s = $(awk -v a="$CAT_S" -v b="$OURS_S" 'BEGIN{printf "%.0f%%", 100*a/b}') | $(awk -v a="$CAT_S" -v b="$OURS_S" 'BEGIN{print (a/b>=0.4)?"met":"missed"}') |"
+  echo "| tensor stats ≥ 40% of cat's page-cache rate | cat ${CAT_S} s, ours ${OURS_S} s = $(awk -v a="$CAT_S" -v b="$OURS_S" 'BEGIN{printf "%.1f%%", 100*a/b}') | $(awk -v a="$CAT_S" -v b="$OURS_S" 'BEGIN{print (a/b>=0.4)?"met":"missed"}') |"
   echo "| tensor stats ≥ 20× the torch script | torch ${TORCH_S:-skipped} s → $(ratio "$TORCH_S" "$OURS_S") | $( [ -n "$TORCH_S" ] && awk -v a="$TORCH_S" -v b="$OURS_S" 'BEGIN{print (a/b>=20)?"met":"missed"}' || echo skipped) |"
   echo "| tfevents ≥ 100× tbparse | tbparse ${TBP_S:-skipped} s, ours ${TFE_S} s → $(ratio "$TBP_S" "$TFE_S") | $( [ -n "$TBP_S" ] && awk -v a="$TBP_S" -v b="$TFE_S" 'BEGIN{print (a/b>=100)?"met":"missed"}' || echo skipped) |"
   echo "| peak memory ≤ 2× largest tensor (sharded, > memory limit) | $(val sharded_peak_rss_mb "$SHARD") MB peak vs $(val sharded_largest_tensor_mb "$SHARD") MB largest tensor, $(val sharded_total_gb "$SHARD") GB checkpoint, ${LIMITED} | $(awk -v a="$(val sharded_peak_rss_mb "$SHARD")" -v b="$(val sharded_largest_tensor_mb "$SHARD")" 'BEGIN{print (a<=2*b)?"met":"missed"}') |"
   echo "| a run dir with 10,000 checkpoints lists quickly | \`mltriage inspect\` of 10,000 checkpoint-N/ folders: $(cut -d' ' -f1 <<<"$MANY_T") s, $(awk -v k="$(cut -d' ' -f2 <<<"$MANY_T")" 'BEGIN{printf "%.0f", k/1024}') MB peak | $(awk -v t="$(cut -d' ' -f1 <<<"$MANY_T")" 'BEGIN{print (t<=2)?"met (≤ 2 s)":"slow"}') |"
+  echo
+  cat <<'NOTE'
+Tensor statistics vs `cat`: `cat` of a page-cached file is bounded by memory bandwidth, our pass by
+CPU (a count per element on two cores), so the ratio moves with how much CPU this shared VM gets:
+the three runs below are each best-of-3 and their spread is the honest error bar. The torch
+anchor is CPU-bound too; compare its time with DESIGN.md's 25.6 s to see how fast the CPU was.
+NOTE
   echo
   echo "## Raw output"
   echo
