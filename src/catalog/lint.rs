@@ -56,7 +56,7 @@ pub fn required_ids() -> Vec<String> {
     ids
 }
 
-/// The tree ids the product ships (DESIGN.md §4.4).
+/// The tree ids the product ships (DESIGN.md §4.4), in the order they are listed.
 pub const REQUIRED_TREES: [&str; 7] = [
     "stability",
     "convergence",

@@ -124,19 +124,11 @@ impl Catalog {
     }
 
     fn reindex(&mut self) {
-        // The seven shipped trees in the order a user should reach for them (stability first:
-        // cheapest checks, most likely causes); a user's own trees after them.
-        const ORDER: [&str; 7] = [
-            "stability",
-            "convergence",
-            "llm",
-            "vision",
-            "diffusion",
-            "rl",
-            "vlm",
-        ];
+        // The shipped trees in the order a user should reach for them (REQUIRED_TREES lists
+        // them stability first: cheapest checks, most likely causes); a user's own trees after.
+        let order = lint::REQUIRED_TREES;
         self.trees
-            .sort_by_key(|t| ORDER.iter().position(|o| *o == t.id).unwrap_or(ORDER.len()));
+            .sort_by_key(|t| order.iter().position(|o| *o == t.id).unwrap_or(order.len()));
         self.entry_idx = self
             .entries
             .iter()
