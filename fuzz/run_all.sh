@@ -12,8 +12,10 @@ run() {
   echo "$t exit $? $(grep -E '^stat::number_of_executed_units' "logs/$t.log" | awk '{print $2}') execs"
   for f in artifacts/$t/*; do [ -f "$f" ] && mkdir -p "../tests/fuzz_regressions/$t" && cp "$f" "../tests/fuzz_regressions/$t/"; done
 }
+bash ./seed.sh > /dev/null
 mkdir -p logs
-targets=(${TARGETS:-pickle safetensors safetensors_index torch_zip tfevents metrics_text playbook_yaml})
+# Paired so the slow targets (a scratch file and a zip or YAML parse per input) run side by side.
+targets=(${TARGETS:-torch_zip playbook_yaml metrics_text tfevents safetensors pickle safetensors_index})
 for ((i = 0; i < ${#targets[@]}; i += 2)); do
   run "${targets[i]}" &
   [ -n "${targets[i+1]:-}" ] && run "${targets[i+1]}" &

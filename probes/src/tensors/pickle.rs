@@ -1138,7 +1138,8 @@ fn parse_decimal(s: &str) -> PResult<V> {
         || digits.len() > MAX_BIGINT_BYTES
         || !digits.bytes().all(|c| c.is_ascii_digit())
     {
-        return perr(format!("bad integer {:?}", &s[..s.len().min(40)]));
+        let shown: String = s.chars().take(40).collect();
+        return perr(format!("bad integer {shown:?}"));
     }
     // magnitude, little-endian base 256
     let mut mag: Vec<u8> = vec![0];
@@ -1445,6 +1446,15 @@ mod tests {
         assert!(parse(b"\x80\x02u.").is_err());
         assert!(parse(b"\xfe").is_err());
         assert!(parse(b"\x80\x02(.").is_err());
+    }
+
+    #[test]
+    fn bad_text_integer_error_cuts_at_a_char_boundary() {
+        // 39 ASCII bytes then a two-byte 'ß': byte 40 falls inside it (fuzz crash 541a8f1c).
+        let text = format!("{}ß{}", "7".repeat(39), "1".repeat(10));
+        let e = parse_decimal(&text).unwrap_err().to_string();
+        assert!(e.contains("bad integer"), "{e}");
+        assert!(e.contains('ß'), "{e}");
     }
 
     #[test]

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Seeds corpus/<target>/ with the small real files each reader sees (the bad-input corpus, the
+# shared fixtures when they sit beside the checkout, the embedded playbook), so fuzzing starts
+# from valid structure instead of from nothing. Files over 64 KiB (the fuzz max_len) are skipped.
+set -u
+cd "$(dirname "$0")"
+seed() { # target, then files
+  t=$1; shift
+  mkdir -p "corpus/$t"
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    [ "$(stat -c %s "$f")" -le 65536 ] || continue
+    cp "$f" "corpus/$t/seed-$(echo "$f" | tr '/ ' '__' | tail -c 120)"
+  done
+}
+B=../tests/bad_inputs
+F=../../shared/fixtures
+shopt -s globstar nullglob
+seed safetensors $B/**/*.safetensors $F/**/*.safetensors
+seed safetensors_index $B/**/*.index.json $F/**/*.index.json
+
+seed torch_zip $B/**/*.pt $B/**/*.bin $F/**/*.pt $F/**/*.pth $F/**/*.bin
+seed tfevents $B/**/events.out.tfevents.* $F/**/events.out.tfevents.*
+# metrics_text picks its format from the first byte (0 trainer_state.json, 1 JSONL, 2 CSV).
+mkdir -p corpus/metrics_text
+i=0
+for f in $B/**/*.json $F/**/trainer_state.json $B/**/*.jsonl $F/**/*.jsonl $B/**/*.csv $F/**/*.csv; do
+  [ "$(stat -c %s "$f")" -le 65535 ] || continue
+  case $f in *.json) sel='\x00' ;; *.jsonl) sel='\x01' ;; *) sel='\x02' ;; esac
+  { printf "$sel"; cat "$f"; } > "corpus/metrics_text/seed-$i"
+  i=$((i + 1))
+done
+# The pickle target gets the data.pkl inside each torch zip (python3's zipfile, when present).
+mkdir -p corpus/pickle
+if command -v python3 > /dev/null; then
+  python3 - $B/**/*.pt $F/**/*.pt $F/**/*.pth $F/**/*.bin <<'PY'
+import sys, zipfile
+n = 0
+for f in sys.argv[1:]:
+    try:
+        z = zipfile.ZipFile(f)
+        pkls = [z.read(m) for m in z.namelist() if m.endswith(".pkl")]
+    except Exception:
+        pkls = []
+    for d in pkls:
+        if len(d) <= 65536:
+            open("corpus/pickle/seed-%d.pkl" % n, "wb").write(d)
+            n += 1
+PY
+fi
+seed playbook_yaml ../playbook/*.yaml ../tests/bad_playbooks/**/*.yaml ../tests/bad_trees/**/*.yaml
+for d in corpus/*; do echo "$d $(ls "$d" | wc -l) seeds"; done
