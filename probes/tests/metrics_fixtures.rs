@@ -270,56 +270,6 @@ fn ranks_and_non_utf8_names() {
     assert_eq!((s[0].len(), s[0].rank), (3, Some(1)));
 }
 
-/// Throughput of the event reader on a generated ~42 MB / 775k-scalar file (tbparse: 26.5 s).
-/// `cargo test -p mltriage-probes --release --test metrics_fixtures -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn tfevents_throughput() {
-    let tags: [&[u8]; 4] = [
-        b"train/loss",
-        b"train/grad_norm",
-        b"train/learning_rate",
-        b"train/epoch",
-    ];
-    let mut bytes = Vec::new();
-    encode::record(&mut bytes, &encode::file_version_event(1.7e9));
-    let mut n = 0u64;
-    let mut step = 0i64;
-    while n < 775_000 {
-        step += 1;
-        for t in tags {
-            encode::record(
-                &mut bytes,
-                &encode::scalar_event(
-                    step,
-                    1.7e9 + step as f64,
-                    t,
-                    1.0 / step as f64,
-                    encode::Style::SimpleValue,
-                ),
-            );
-            n += 1;
-        }
-    }
-    // Pad records to ~54 bytes each like real SummaryWriter events: measure what we generated.
-    let (_d, p) = tmp_file(b"events.out.tfevents.bench", &bytes);
-    let mb = bytes.len() as f64 / 1e6;
-    let _ = tfevents::read(&p).unwrap(); // page cache
-    let reps = 5;
-    let t = std::time::Instant::now();
-    for _ in 0..reps {
-        let s = tfevents::read(&p).unwrap();
-        assert_eq!(s.iter().map(|s| s.len() as u64).sum::<u64>(), n);
-    }
-    let secs = t.elapsed().as_secs_f64() / reps as f64;
-    println!(
-        "tfevents: {mb:.1} MB, {n} scalars in {:.3} s = {:.0} MB/s, {:.2} M scalars/s",
-        secs,
-        mb / secs,
-        n as f64 / secs / 1e6
-    );
-}
-
 /// A file written with tensorboard's own protos (`make_tf2style.py`): TF2-style tensor scalars
 /// (float32 / float64 / int64 / float16, metadata on the first event only), a histogram-plugin
 /// tensor, and a `simple_value`.
