@@ -77,6 +77,17 @@ cargo build --release --bin mltriage >&2
 MANY_T=$( { /usr/bin/time -f "%e %M" target/release/mltriage inspect "$MANY" --json > "$DIR/many.json"; } 2>&1 | tail -1)
 MANY_N=$(grep -c '"step"' "$DIR/many.json" || true)
 
+say "check on each shared fixture"
+# `mltriage check` (every probe, CPU) on each run in ../shared/fixtures when it sits beside the
+# checkout: "<run> <seconds> <peak KB>" per run; the row reports the slowest and the largest.
+FIX=""
+for run in ../shared/fixtures/*/; do
+  [ -d "$run" ] || continue
+  t=$( { /usr/bin/time -f "%e %M" target/release/mltriage check "$run" --device cpu > /dev/null; } 2>&1 | tail -1)
+  FIX+="$(basename "$run") $t"$'\n'
+done
+FIX=${FIX%$'\n'}
+
 say "criterion: catalog load, index build, query latency"
 # One line per benchmark, "<name>\t<median> <unit>": criterion prints "name  time: [low median high]",
 # or the name alone on a line before "time:" when it is long; names may contain spaces.
@@ -118,6 +129,13 @@ ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN{pri
   echo "| tensor stats ≥ 20× the torch script | torch ${TORCH_S:-skipped} s → $(ratio "$TORCH_S" "$OURS_S") | $( [ -n "$TORCH_S" ] && awk -v a="$TORCH_S" -v b="$OURS_S" 'BEGIN{print (a/b>=20)?"met":"missed"}' || echo skipped) |"
   echo "| tfevents ≥ 100× tbparse | tbparse ${TBP_S:-skipped} s, ours ${TFE_S} s → $(ratio "$TBP_S" "$TFE_S") | $( [ -n "$TBP_S" ] && awk -v a="$TBP_S" -v b="$TFE_S" 'BEGIN{print (a/b>=100)?"met":"missed"}' || echo skipped) |"
   echo "| peak memory ≤ 2× largest tensor (sharded, > memory limit) | $(val sharded_peak_rss_mb "$SHARD") MB peak vs $(val sharded_largest_tensor_mb "$SHARD") MB largest tensor, $(val sharded_total_gb "$SHARD") GB checkpoint, ${LIMITED} | $(awk -v a="$(val sharded_peak_rss_mb "$SHARD")" -v b="$(val sharded_largest_tensor_mb "$SHARD")" 'BEGIN{print (a<=2*b)?"met":"missed"}') |"
+  if [ -n "$FIX" ]; then
+    FIX_N=$(wc -l <<<"$FIX"); FIX_S=$(awk '$2 > m { m = $2 } END { print m }' <<<"$FIX"); FIX_MB=$(awk '$3 > m { m = $3 } END { printf "%.0f", m / 1024 }' <<<"$FIX")
+    echo "| \`mltriage check\` on each fixture in under a second (CPU) | slowest of ${FIX_N} runs in ../shared/fixtures: ${FIX_S} s, largest peak ${FIX_MB} MB | $(awk -v t="$FIX_S" 'BEGIN{print (t<1)?"met":"missed"}') |"
+  else
+    echo "| \`mltriage check\` on each fixture in under a second (CPU) | ../shared/fixtures not beside the checkout | skipped |"
+  fi
+  echo "| a 1 GB event file parses in bounded memory | $(val tfevents_ours_s "$TFE1G") s, $(val tfevents_peak_rss_mb "$TFE1G") MB peak for $(grep -o '([0-9]*' <<<"$TFE1G" | tr -d '(') scalars in a $(grep -m1 '^tfevents_file' <<<"$TFE1G" | awk '{print $3}') MB file (records streamed; memory follows the scalars kept, 32 B each) | $(awk -v a="$(val tfevents_peak_rss_mb "$TFE1G")" -v b="$(grep -m1 '^tfevents_file' <<<"$TFE1G" | awk '{print $3}')" 'BEGIN{print (a < b)?"met (peak < file size)":"missed"}') |"
   echo "| a run dir with 10,000 checkpoints lists quickly | \`mltriage inspect\` of 10,000 checkpoint-N/ folders: $(cut -d' ' -f1 <<<"$MANY_T") s, $(awk -v k="$(cut -d' ' -f2 <<<"$MANY_T")" 'BEGIN{printf "%.0f", k/1024}') MB peak | $(awk -v t="$(cut -d' ' -f1 <<<"$MANY_T")" 'BEGIN{print (t<=2)?"met (≤ 2 s)":"slow"}') |"
   echo
   cat <<'NOTE'
@@ -130,7 +148,7 @@ NOTE
   echo "## Raw output"
   echo
   echo '```'
-  echo "$UI"; echo; echo "$STATS"; echo "(median of three runs by ratio; all three:)"; echo "$STATS_ALL"; echo; echo "${TORCH:-torch anchor skipped}"; echo; echo "$TFE"; echo "${TBP:-tbparse anchor skipped}"; echo; echo "1 GB event file:"; echo "$TFE1G"; echo; echo "$SHARD"
+  echo "$UI"; echo; echo "$STATS"; echo "(median of three runs by ratio; all three:)"; echo "$STATS_ALL"; echo; echo "${TORCH:-torch anchor skipped}"; echo; echo "$TFE"; echo "${TBP:-tbparse anchor skipped}"; echo; echo "1 GB event file:"; echo "$TFE1G"; echo; echo "$SHARD"; echo; echo "check per fixture (run, seconds, peak KB):"; echo "${FIX:-skipped}"
   echo '```'
   echo
   echo "Criterion (\`cargo bench --bench search\`), median per iteration:"
