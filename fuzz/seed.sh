@@ -18,7 +18,6 @@ F=../../shared/fixtures
 shopt -s globstar nullglob
 seed safetensors $B/**/*.safetensors $F/**/*.safetensors
 seed safetensors_index $B/**/*.index.json $F/**/*.index.json
-
 seed torch_zip $B/**/*.pt $B/**/*.bin $F/**/*.pt $F/**/*.pth $F/**/*.bin
 seed tfevents $B/**/events.out.tfevents.* $F/**/events.out.tfevents.*
 # metrics_text picks its format from the first byte (0 trainer_state.json, 1 JSONL, 2 CSV).
