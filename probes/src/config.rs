@@ -12,7 +12,7 @@ use crate::metrics::{json_step, parse_py_json, py_number};
 
 /// Read a JSON config file into an object (Python `NaN`/`Infinity` literals allowed).
 fn read_object(path: &Path) -> Result<Value> {
-    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
+    let bytes = crate::limits::read_text_file(path)?;
     let v = parse_py_json(path, &bytes)?;
     if v.is_object() {
         Ok(v)

@@ -11,6 +11,7 @@ pub mod device;
 pub mod error;
 pub mod facts;
 pub mod fuzzing;
+pub mod limits;
 pub mod metrics;
 pub mod probe;
 pub mod probes;

@@ -39,7 +39,8 @@ pub fn read(path: &Path) -> Result<Vec<Series>> {
 
 /// Read a CSV log, saying which column gave the steps.
 pub fn read_log(path: &Path) -> Result<CsvLog> {
-    let file = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let file = crate::limits::open_regular(path)?;
+    let file = crate::limits::LineCapped::new(file, crate::limits::MAX_LINE);
     let tab = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("tsv"));

@@ -119,7 +119,8 @@ impl<'p> Builder<'p> {
 
 /// Read a JSON-lines log.
 pub fn read(path: &Path) -> Result<Vec<Series>> {
-    let file = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let file = crate::limits::open_regular(path)?;
+    let file = crate::limits::LineCapped::new(file, crate::limits::MAX_LINE);
     let mut r = BufReader::with_capacity(256 << 10, file);
     let mut b = Builder::new(path);
     let mut line: Vec<u8> = Vec::new();
@@ -163,7 +164,7 @@ pub fn read(path: &Path) -> Result<Vec<Series>> {
 /// Read a `.json` file: a trainer state (by its `log_history`), one object of metrics, an array
 /// of objects, or JSON lines.
 pub fn read_json_or_lines(path: &Path) -> Result<Vec<Series>> {
-    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
+    let bytes = crate::limits::read_text_file(path)?;
     match serde_json::from_slice::<Value>(&sanitize_py_json(&bytes)) {
         Ok(v) => {
             if v.get("log_history").is_some() {

@@ -415,7 +415,7 @@ pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
 fn sniff(path: &Path) -> Result<MetricFormat> {
     use std::io::Read;
     let mut head = [0u8; 512];
-    let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let mut f = crate::limits::open_regular(path)?;
     let mut n = 0;
     while n < head.len() {
         match f.read(head.get_mut(n..).unwrap_or(&mut [])) {

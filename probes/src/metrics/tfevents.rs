@@ -4,7 +4,7 @@
 //! (TF2/Keras, `new_style=True`). Streams the file; memory is bounded by the largest record.
 
 use std::collections::HashMap;
-use std::fs::File;
+
 use std::io::{BufReader, Read};
 use std::path::Path;
 
@@ -33,7 +33,7 @@ pub fn read(path: &Path) -> Result<Vec<Series>> {
 
 /// Read every scalar of an event file, with what was skipped.
 pub fn read_events(path: &Path) -> Result<EventsFile> {
-    let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let file = crate::limits::open_regular(path)?;
     let file_len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
     let mut r = BufReader::with_capacity(256 << 10, file);
     let mut dec = Decoder::new(path);

@@ -38,7 +38,7 @@ const SUMMARY_MARKER: &str = "train_runtime";
 
 impl TrainerState {
     pub fn read(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
+        let bytes = crate::limits::read_text_file(path)?;
         let v = parse_py_json(path, &bytes)?;
         Self::from_value(path, &v)
     }

@@ -8,6 +8,7 @@
 pub mod candle_io;
 pub mod compare;
 pub mod dtype;
+pub mod mapguard;
 pub mod optim;
 pub mod pickle;
 pub mod safetensors;
@@ -171,7 +172,7 @@ impl TensorFile {
         let mut head = [0u8; 9];
         let n = {
             use std::io::Read;
-            let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
+            let mut f = crate::limits::open_regular(path)?;
             let mut n = 0;
             while n < head.len() {
                 match f.read(&mut head[n..]) {
@@ -401,6 +402,7 @@ impl TensorFile {
                 if range.len() >= RELEASE_BYTES {
                     torchzip::release(s.map_ref(), range.clone());
                 }
+                intact(&s.path, s.map_ref().damaged())?;
                 Ok(r)
             }
             Loc::Torch { file, tref } => {
@@ -412,6 +414,7 @@ impl TensorFile {
                 if len >= RELEASE_BYTES {
                     z.release_storage(&tref.storage_key);
                 }
+                intact(z.path(), z.damaged())?;
                 Ok(r)
             }
         }
@@ -495,6 +498,17 @@ impl TensorFile {
             )
         })
     }
+}
+
+/// The error for a file that was truncated while its map was being read (see `mapguard`).
+pub(crate) fn intact(path: &Path, damaged: bool) -> Result<()> {
+    if damaged {
+        return Err(ReadError::format(
+            path,
+            "the file shrank while it was being read (truncated or rewritten); its numbers were discarded",
+        ));
+    }
+    Ok(())
 }
 
 fn strip_path(e: &ReadError) -> String {

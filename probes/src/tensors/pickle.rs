@@ -6,7 +6,14 @@
 //! Containers live in an arena while the VM runs (so memoised containers that are filled later
 //! behave as in Python) and are materialised at the end with bounded depth and item counts.
 //! All sizes are checked against the remaining input; nothing recurses on untrusted nesting
-//! except the materialiser, which is bounded by [`MAX_DEPTH`].
+//! except the materialiser, bounded by [`MAX_DEPTH`], and the whitelisted
+//! `_rebuild_from_type*` wrapper, bounded by [`MAX_CALL_DEPTH`].
+//!
+//! The VM budget (README "Budgets"): opcodes ([`MAX_OPS`]), containers/stack/memo slots
+//! ([`MAX_ITEMS`]), bytes the VM itself copies or builds ([`MAX_VM_BYTES`]: global names,
+//! `_codecs.encode` results, tensor shapes), name lengths ([`MAX_NAME`]) and the size of the
+//! materialised value ([`MAX_OUTPUT_BYTES`], shared references counted each time they
+//! appear, so memo amplification cannot expand a small file into gigabytes).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,12 +21,21 @@ use std::rc::Rc;
 
 use super::dtype::DType;
 
-/// Containers, stack slots and memo entries allowed in one pickle, together.
-pub const MAX_ITEMS: usize = 10_000_000;
+/// Containers, stack slots, call arguments and memo entries allowed in one pickle, together.
+pub const MAX_ITEMS: usize = 4_000_000;
 /// Deepest nesting of containers in the materialised value.
 pub const MAX_DEPTH: usize = 256;
-/// Total bytes of strings/bytes materialised (shared strings count each time they appear).
-pub const MAX_TEXT_BYTES: usize = 1 << 30;
+/// Deepest nesting of whitelisted calls that unwrap another call (`_rebuild_from_type_v2`).
+pub const MAX_CALL_DEPTH: usize = 8;
+/// Opcodes executed.
+pub const MAX_OPS: usize = 64_000_000;
+/// Bytes the VM copies or builds beyond the input (names, encoded strings, shapes).
+pub const MAX_VM_BYTES: usize = 256 << 20;
+/// Longest global module/name or storage key accepted.
+pub const MAX_NAME: usize = 4096;
+/// Size of the materialised value: every node and every byte of text, shared references
+/// counted each time they appear.
+pub const MAX_OUTPUT_BYTES: usize = 256 << 20;
 /// Longest arbitrary-precision integer (bytes) accepted from LONG1/LONG4/text forms.
 pub const MAX_BIGINT_BYTES: usize = 4096;
 
@@ -340,6 +356,9 @@ struct Vm<'a> {
     memo: HashMap<u64, V>,
     arena: Vec<Node>,
     items: usize,
+    ops: usize,
+    bytes: usize,
+    call_depth: usize,
 }
 
 /// Parses a pickle into a [`Value`]; never calls anything the pickle names.
@@ -352,13 +371,16 @@ pub fn parse(data: &[u8]) -> PResult<Value> {
         memo: HashMap::new(),
         arena: Vec::new(),
         items: 0,
+        ops: 0,
+        bytes: 0,
+        call_depth: 0,
     };
     let root = vm.run()?;
     let mut m = Materializer {
         arena: &vm.arena,
         busy: vec![false; vm.arena.len()],
         items: 0,
-        text: 0,
+        out: 0,
     };
     m.value(&root, 0)
 }
@@ -429,6 +451,30 @@ impl<'a> Vm<'a> {
             return perr(format!("more than {MAX_ITEMS} items"));
         }
         Ok(())
+    }
+
+    /// Charges `n` bytes the VM builds against [`MAX_VM_BYTES`].
+    fn spend(&mut self, n: usize) -> PResult<()> {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > MAX_VM_BYTES {
+            return perr(format!(
+                "builds more than {} MiB (repeated names, encodings or shapes); refused",
+                MAX_VM_BYTES >> 20
+            ));
+        }
+        Ok(())
+    }
+
+    /// A global named by the pickle, with both parts under [`MAX_NAME`] and charged.
+    fn global(&mut self, m: &str, n: &str) -> PResult<V> {
+        if m.len() > MAX_NAME || n.len() > MAX_NAME {
+            return perr(format!(
+                "global name of {} bytes is longer than {MAX_NAME}",
+                m.len().max(n.len())
+            ));
+        }
+        self.spend(m.len() + n.len())?;
+        Ok(V::Global(Rc::new((m.to_string(), n.to_string()))))
     }
 
     fn push(&mut self, v: V) -> PResult<()> {
@@ -568,7 +614,15 @@ impl<'a> Vm<'a> {
 
     /// `_rebuild_tensor*(storage, offset, size, stride, …)`; with `as_dtype`, the storage is
     /// reinterpreted (an untyped byte storage read as that dtype).
-    fn rebuild_tensor(&self, args: &[V], as_dtype: Option<DType>) -> Option<V> {
+    fn rebuild_tensor(&mut self, args: &[V], as_dtype: Option<DType>) -> PResult<Option<V>> {
+        let t = self.rebuild_tensor_ref(args, as_dtype);
+        if let Some(V::Tensor(t)) = &t {
+            self.spend(t.storage_key.len() + 16 * t.shape.len() + 64)?;
+        }
+        Ok(t)
+    }
+
+    fn rebuild_tensor_ref(&self, args: &[V], as_dtype: Option<DType>) -> Option<V> {
         let st = match args.first()? {
             V::Storage(s) => s.clone(),
             _ => return None,
@@ -579,7 +633,7 @@ impl<'a> Vm<'a> {
         };
         let shape = self.usizes(args.get(2)?)?;
         let stride = self.usizes(args.get(3)?)?;
-        if shape.len() != stride.len() {
+        if shape.len() != stride.len() || st.key.len() > MAX_NAME || shape.len() > 64 {
             return None;
         }
         let (dtype, storage_numel) = match as_dtype {
@@ -600,6 +654,8 @@ impl<'a> Vm<'a> {
     }
 
     fn opaque(&mut self, class: (String, String), args: Vec<V>) -> PResult<V> {
+        self.spend(class.0.len() + class.1.len())?;
+        self.count(args.len())?;
         self.node(Node::Object {
             class,
             args,
@@ -609,6 +665,18 @@ impl<'a> Vm<'a> {
 
     /// REDUCE / NEWOBJ: whitelisted reconstructions, everything else recorded as an object.
     fn call(&mut self, func: V, args: V) -> PResult<V> {
+        if self.call_depth >= MAX_CALL_DEPTH {
+            return perr(format!(
+                "calls nested deeper than {MAX_CALL_DEPTH} (_rebuild_from_type of itself?)"
+            ));
+        }
+        self.call_depth += 1;
+        let r = self.call_inner(func, args);
+        self.call_depth -= 1;
+        r
+    }
+
+    fn call_inner(&mut self, func: V, args: V) -> PResult<V> {
         let argv: Vec<V> = self
             .tuple_items(&args)
             .map(|a| a.to_vec())
@@ -620,7 +688,7 @@ impl<'a> Vm<'a> {
         let (m, n) = (g.0.as_str(), g.1.as_str());
         match (m, n) {
             ("torch._utils", "_rebuild_tensor_v2") | ("torch._utils", "_rebuild_tensor") => {
-                if let Some(t) = self.rebuild_tensor(&argv, None) {
+                if let Some(t) = self.rebuild_tensor(&argv, None)? {
                     return Ok(t);
                 }
             }
@@ -630,8 +698,10 @@ impl<'a> Vm<'a> {
                     Some(V::Global(g)) if g.0 == "torch" => DType::from_torch_dtype(&g.1),
                     _ => None,
                 };
-                if let Some(t) = dtype.and_then(|d| self.rebuild_tensor(&argv, Some(d))) {
-                    return Ok(t);
+                if let Some(d) = dtype {
+                    if let Some(t) = self.rebuild_tensor(&argv, Some(d))? {
+                        return Ok(t);
+                    }
                 }
             }
             ("torch._utils", "_rebuild_parameter")
@@ -696,6 +766,7 @@ impl<'a> Vm<'a> {
                     if matches!(&**enc, "latin1" | "latin-1" | "iso-8859-1")
                         && s.chars().all(|c| (c as u32) < 256)
                     {
+                        self.spend(s.len())?;
                         let b: Vec<u8> = s.chars().map(|c| c as u32 as u8).collect();
                         return Ok(V::Bytes(b.into()));
                     }
@@ -711,8 +782,10 @@ impl<'a> Vm<'a> {
             self.tuple_items(&pid)
         {
             let dtype = DType::from_torch_storage(&g.1);
-            if let (true, Some(dtype)) =
-                (&**tag == "storage" && *numel >= 0 && g.0 == "torch", dtype)
+            if let (true, Some(dtype)) = (
+                &**tag == "storage" && *numel >= 0 && g.0 == "torch" && key.len() <= MAX_NAME,
+                dtype,
+            )
             {
                 let st = Storage {
                     dtype,
@@ -728,6 +801,10 @@ impl<'a> Vm<'a> {
 
     fn run(&mut self) -> PResult<V> {
         loop {
+            self.ops += 1;
+            if self.ops > MAX_OPS {
+                return perr(format!("more than {MAX_OPS} opcodes"));
+            }
             let op = self.u8()?;
             match op {
                 0x80 => {
@@ -943,16 +1020,18 @@ impl<'a> Vm<'a> {
                     self.set_items(&target, items)?;
                 }
                 b'c' => {
-                    let m = self.line_str()?.to_string();
-                    let n = self.line_str()?.to_string();
-                    self.push(V::Global(Rc::new((m, n))))?
+                    let m = self.line_str()?;
+                    let n = self.line_str()?;
+                    let g = self.global(m, n)?;
+                    self.push(g)?
                 }
                 0x93 => {
                     let n = self.pop()?;
                     let m = self.pop()?;
                     match (m, n) {
                         (V::Str(m), V::Str(n)) => {
-                            self.push(V::Global(Rc::new((m.to_string(), n.to_string()))))?
+                            let g = self.global(&m, &n)?;
+                            self.push(g)?
                         }
                         _ => return perr("STACK_GLOBAL needs two strings"),
                     }
@@ -997,8 +1076,11 @@ impl<'a> Vm<'a> {
                     self.push(v)?
                 }
                 b'i' => {
-                    let m = self.line_str()?.to_string();
-                    let n = self.line_str()?.to_string();
+                    let (m, n) = (self.line_str()?, self.line_str()?);
+                    if m.len() > MAX_NAME || n.len() > MAX_NAME {
+                        return perr(format!("global name longer than {MAX_NAME}"));
+                    }
+                    let (m, n) = (m.to_string(), n.to_string());
                     let args = self.pop_mark()?;
                     let v = self.opaque((m, n), args)?;
                     self.push(v)?
@@ -1248,7 +1330,7 @@ struct Materializer<'a> {
     arena: &'a [Node],
     busy: Vec<bool>,
     items: usize,
-    text: usize,
+    out: usize,
 }
 
 impl Materializer<'_> {
@@ -1259,13 +1341,17 @@ impl Materializer<'_> {
                 "more than {MAX_ITEMS} items after resolving shared references"
             ));
         }
-        Ok(())
+        self.text(n.saturating_mul(std::mem::size_of::<Value>()))
     }
 
+    /// Charges `n` bytes of output against [`MAX_OUTPUT_BYTES`].
     fn text(&mut self, n: usize) -> PResult<()> {
-        self.text = self.text.saturating_add(n);
-        if self.text > MAX_TEXT_BYTES {
-            return perr("more than 1 GiB of strings after resolving shared references");
+        self.out = self.out.saturating_add(n);
+        if self.out > MAX_OUTPUT_BYTES {
+            return perr(format!(
+                "expands to more than {} MiB after resolving shared references; refused",
+                MAX_OUTPUT_BYTES >> 20
+            ));
         }
         Ok(())
     }
@@ -1283,7 +1369,10 @@ impl Materializer<'_> {
             V::None => Value::None,
             V::Bool(b) => Value::Bool(*b),
             V::Int(i) => Value::Int(*i),
-            V::BigInt(b) => Value::BigInt(b.to_vec()),
+            V::BigInt(b) => {
+                self.text(b.len())?;
+                Value::BigInt(b.to_vec())
+            }
             V::Float(f) => Value::Float(*f),
             V::Str(s) => {
                 self.text(s.len())?;
@@ -1293,12 +1382,18 @@ impl Materializer<'_> {
                 self.text(b.len())?;
                 Value::Bytes(b.to_vec())
             }
-            V::Global(g) => Value::Global {
+            V::Global(g) => {
+                self.text(g.0.len() + g.1.len())?;
+                Value::Global {
                 module: g.0.clone(),
                 name: g.1.clone(),
-            },
+                }
+            }
             V::Storage(s) => Value::PersistentId(Box::new(self.value(&s.pid, depth + 1)?)),
-            V::Tensor(t) => Value::Tensor((**t).clone()),
+            V::Tensor(t) => {
+                self.text(t.storage_key.len() + 16 * t.shape.len() + 64)?;
+                Value::Tensor((**t).clone())
+            }
             V::Node(i) => {
                 let i = *i;
                 let arena = self.arena;
@@ -1323,6 +1418,7 @@ impl Materializer<'_> {
                         Value::Dict(out)
                     }
                     Node::Object { class, args, state } => {
+                        self.text(class.0.len() + class.1.len())?;
                         let args = self.seq(args, depth)?;
                         let state = match state {
                             Some(s) => Some(Box::new(self.value(s, depth + 1)?)),
@@ -1400,6 +1496,75 @@ mod tests {
     }
 
     #[test]
+    fn self_wrapping_rebuild_from_type_is_a_depth_error_not_a_stack_overflow() {
+        // L = [g, None, L]; g(*L) unwraps L again and again.
+        let mut p = b"\x80\x02ctorch._tensor\n_rebuild_from_type_v2\nq\x00]q\x01(h\x00Nh\x01e".to_vec();
+        p.extend_from_slice(b"R.");
+        let e = parse(&p).unwrap_err();
+        assert!(e.0.contains("nested deeper"), "{e}");
+    }
+
+    /// `prefix`, then `n` memo references (`h\x00`) collected in one list.
+    fn refs(prefix: &[u8], n: usize) -> Vec<u8> {
+        let mut p = b"\x80\x02".to_vec();
+        p.extend_from_slice(prefix);
+        p.extend_from_slice(b"q\x000](");
+        for _ in 0..n {
+            p.extend_from_slice(b"h\x00");
+        }
+        p.extend_from_slice(b"e.");
+        p
+    }
+
+    fn long_str(n: usize) -> Vec<u8> {
+        let mut p = b"X".to_vec();
+        p.extend_from_slice(&(n as u32).to_le_bytes());
+        p.extend(std::iter::repeat_n(b'a', n));
+        p
+    }
+
+    #[test]
+    fn memo_amplification_hits_the_output_budget() {
+        // A 1 MB string referenced 2000 times: 2 GB if each reference were copied.
+        let e = parse(&refs(&long_str(1 << 20), 2000)).unwrap_err();
+        assert!(e.0.contains("MiB"), "{e}");
+        // A 100k-item list referenced 1000 times.
+        let mut inner = b"](".to_vec();
+        for _ in 0..100_000 {
+            inner.extend_from_slice(b"K\x01");
+        }
+        inner.push(b'e');
+        let e = parse(&refs(&inner, 1000)).unwrap_err();
+        assert!(e.0.contains("items") || e.0.contains("MiB"), "{e}");
+        // A tensor whose storage key is 1 MB, referenced 1000 times.
+        let mut t = b"ctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\n".to_vec();
+        t.extend_from_slice(&long_str(1 << 20));
+        t.extend_from_slice(b"Vcpu\nK\x04tQK\x00K\x04\x85K\x01\x85\x89tR");
+        let e = parse(&refs(&t, 1000)).unwrap_err();
+        assert!(e.0.contains("MiB"), "{e}");
+    }
+
+    #[test]
+    fn repeated_names_and_encodings_hit_the_vm_budget() {
+        // STACK_GLOBAL of a 4 MB module name.
+        let mut p = b"\x80\x04".to_vec();
+        p.extend_from_slice(&long_str(4 << 20));
+        p.extend_from_slice(b"\x8c\x01b\x93.");
+        let e = parse(&p).unwrap_err();
+        assert!(e.0.contains("longer than"), "{e}");
+        // _codecs.encode of a 1 MB string, 1000 times (1 GB of output).
+        let mut p = b"\x80\x02".to_vec();
+        p.extend_from_slice(&long_str(1 << 20));
+        p.extend_from_slice(b"q\x000c_codecs\nencode\nq\x010](");
+        for _ in 0..1000 {
+            p.extend_from_slice(b"h\x01h\x00Vlatin1\n\x86R");
+        }
+        p.extend_from_slice(b"e.");
+        let e = parse(&p).unwrap_err();
+        assert!(e.0.contains("MiB"), "{e}");
+    }
+
+    #[test]
     fn billion_laughs_is_bounded() {
         // l0 = [x, x]; l1 = [l0, l0]; ... 60 levels: exponential when expanded.
         let mut p = b"\x80\x02]q\x00(K\x01K\x01e".to_vec();
@@ -1414,7 +1579,7 @@ mod tests {
         }
         p.push(b'.');
         let e = parse(&p).unwrap_err();
-        assert!(e.0.contains("items"), "{e}");
+        assert!(e.0.contains("items") || e.0.contains("MiB"), "{e}");
     }
 
     #[test]

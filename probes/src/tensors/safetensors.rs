@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use memmap2::Mmap;
+
+
+use super::mapguard::GuardedMap;
 
 use super::dtype::DType;
 use super::torchzip::map_file;
@@ -19,7 +21,7 @@ pub const MAX_HEADER: u64 = 100 * 1024 * 1024;
 pub(crate) struct SafeFile {
     pub path: std::path::PathBuf,
     pub file: std::fs::File,
-    map: Mmap,
+    map: GuardedMap,
     /// (info, byte range in the file), in data order.
     pub tensors: Vec<(TensorInfo, std::ops::Range<usize>)>,
     pub metadata: BTreeMap<String, String>,
@@ -29,6 +31,7 @@ impl SafeFile {
     pub fn open(path: &Path) -> Result<SafeFile> {
         let (file, map) = map_file(path)?;
         let (tensors, metadata) = parse_header(path, &map)?;
+        super::intact(path, map.damaged())?;
         Ok(SafeFile {
             path: path.to_path_buf(),
             file,
@@ -42,8 +45,79 @@ impl SafeFile {
         self.map.get(r.clone()).unwrap_or(&[])
     }
 
-    pub fn map_ref(&self) -> &Mmap {
+    pub fn map_ref(&self) -> &GuardedMap {
         &self.map
+    }
+}
+
+/// Most tensors one header may list (a real shard holds thousands).
+pub const MAX_TENSORS: usize = 500_000;
+
+/// One header entry, keeping only the three fields we read (so a huge header stays small).
+#[derive(Default)]
+struct RawTensor {
+    dtype: Option<serde_json::Value>,
+    shape: Option<serde_json::Value>,
+    data_offsets: Option<serde_json::Value>,
+}
+
+impl RawTensor {
+    fn get(&self, k: &str) -> Option<&serde_json::Value> {
+        match k {
+            "dtype" => self.dtype.as_ref(),
+            "shape" => self.shape.as_ref(),
+            _ => self.data_offsets.as_ref(),
+        }
+    }
+}
+
+/// The JSON header: `__metadata__` and the tensor entries in file order, bounded by
+/// [`MAX_TENSORS`] while parsing.
+struct Header {
+    metadata: Option<serde_json::Value>,
+    tensors: Vec<(String, RawTensor)>,
+}
+
+impl<'de> serde::Deserialize<'de> for Header {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Header;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<Header, A::Error> {
+                let mut h = Header {
+                    metadata: None,
+                    tensors: Vec::new(),
+                };
+                while let Some(k) = m.next_key::<String>()? {
+                    if k == "__metadata__" {
+                        h.metadata = Some(m.next_value()?);
+                        continue;
+                    }
+                    if h.tensors.len() >= MAX_TENSORS {
+                        return Err(serde::de::Error::custom(format!(
+                            "more than {MAX_TENSORS} tensors in one header; refused"
+                        )));
+                    }
+                    let v = match m.next_value::<serde_json::Value>()? {
+                        serde_json::Value::Object(mut o) => RawTensor {
+                            dtype: o.remove("dtype"),
+                            shape: o.remove("shape"),
+                            data_offsets: o.remove("data_offsets"),
+                        },
+                        _ => RawTensor::default(),
+                    };
+                    h.tensors.push((k, v));
+                }
+                Ok(h)
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 
@@ -75,27 +149,27 @@ fn parse_header(path: &Path, buf: &[u8]) -> Result<(Located, Meta)> {
         )));
     }
     let hend = 8 + hlen as usize;
-    let header: serde_json::Value = serde_json::from_slice(&buf[8..hend])
+    if !buf[8..hend].iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{') {
+        return Err(match serde_json::from_slice::<serde_json::Value>(&buf[8..hend]) {
+            Err(e) => fmt(format!("header is not valid JSON: {e}")),
+            Ok(_) => fmt("header is not a JSON object".into()),
+        });
+    }
+    let header: Header = serde_json::from_slice(&buf[8..hend])
         .map_err(|e| fmt(format!("header is not valid JSON: {e}")))?;
-    let obj = header
-        .as_object()
-        .ok_or_else(|| fmt("header is not a JSON object".into()))?;
     let data_len = buf.len() - hend;
     let mut metadata = BTreeMap::new();
-    let mut tensors = Vec::with_capacity(obj.len());
-    for (name, v) in obj {
-        if name == "__metadata__" {
-            if let Some(m) = v.as_object() {
-                for (k, x) in m {
-                    let s = x
-                        .as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| x.to_string());
-                    metadata.insert(k.clone(), s);
-                }
-            }
-            continue;
+    if let Some(m) = header.metadata.as_ref().and_then(|m| m.as_object()) {
+        for (k, x) in m {
+            let s = x
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| x.to_string());
+            metadata.insert(k.clone(), s);
         }
+    }
+    let mut tensors = Vec::with_capacity(header.tensors.len());
+    for (name, v) in &header.tensors {
         let bad = |what: &str| fmt(format!("tensor {name:?}: {what}"));
         let dt = v
             .get("dtype")
@@ -161,11 +235,7 @@ fn parse_header(path: &Path, buf: &[u8]) -> Result<(Located, Meta)> {
 /// Reads `*.index.json`: the `weight_map` (tensor name → shard file name) and `metadata`.
 /// Returns (shard file names, weight_map, metadata).
 pub(crate) fn read_index(path: &Path) -> Result<(Vec<String>, Meta, Meta)> {
-    let meta = std::fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
-    if meta.len() > MAX_HEADER {
-        return Err(ReadError::format(path, "index file larger than 100 MB"));
-    }
-    let text = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
+    let text = crate::limits::read_text_file(path)?;
     if text.is_empty() {
         return Err(ReadError::empty(path, "empty file"));
     }

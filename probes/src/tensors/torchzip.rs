@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+use super::mapguard::GuardedMap;
+
 use super::pickle::{self, TensorRef, Value};
 use super::stats::{tensor_stats, TensorStats};
 use super::{contiguous_view, TensorBytes};
@@ -26,7 +28,7 @@ struct Entry {
 pub struct TorchZip {
     path: PathBuf,
     file: File,
-    map: Mmap,
+    map: GuardedMap,
     prefix: String,
     entries: HashMap<String, Entry>,
     root: Value,
@@ -42,15 +44,14 @@ impl std::fmt::Debug for TorchZip {
     }
 }
 
-pub(crate) fn map_file(path: &Path) -> Result<(File, Mmap)> {
-    let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
+pub(crate) fn map_file(path: &Path) -> Result<(File, GuardedMap)> {
+    let file = crate::limits::open_regular(path)?;
     let len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
     if len == 0 {
         return Err(ReadError::empty(path, "empty file"));
     }
-    // SAFETY: the map is read-only and private; we never write through it. Like every reader of
-    // memory-mapped checkpoints we rely on the file not being truncated while it is open.
-    let map = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
+    // Truncation while the map is open is caught by the guard (see `mapguard`).
+    let map = GuardedMap::map(&file).map_err(|e| ReadError::io(path, e))?;
     Ok((file, map))
 }
 
@@ -95,6 +96,7 @@ impl TorchZip {
         let data = entry_bytes(path, &map, &pkl, e)?;
         let root =
             pickle::parse(data).map_err(|err| ReadError::format(path, format!("{pkl}: {err}")))?;
+        super::intact(path, map.damaged())?;
         Ok(TorchZip {
             path: path.to_path_buf(),
             file,
@@ -107,6 +109,11 @@ impl TorchZip {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether a read of the map hit a page the file no longer has (see `mapguard`).
+    pub(crate) fn damaged(&self) -> bool {
+        self.map.damaged()
     }
 
     /// The unpickled object (a state dict, an optimizer state, an opaque object …).
