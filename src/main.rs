@@ -5,10 +5,15 @@ use clap::Parser;
 fn main() {
     let cli = match mltriage::cli::Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // One line, like every other error (no usage block).
+            eprintln!("mltriage: {}", mltriage::cli::one_line_clap_error(&e));
+            std::process::exit(2);
+        }
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+            // --help / --version: clap's own output; a closed pipe is not an error.
             let _ = e.print();
-            std::process::exit(code);
+            std::process::exit(0);
         }
     };
     match mltriage::cli::run(cli) {

@@ -86,6 +86,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
 
     let guard = StderrGuard::redirect();
     install_panic_hook();
+    abort::save_terminal();
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
         Err(e) => {
@@ -93,6 +94,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
             return Err(anyhow::anyhow!("cannot set up the terminal: {e}"));
         }
     };
+    abort::install();
     let stop = Arc::new(AtomicBool::new(false));
     let input = spawn_input(tx, stop.clone());
 
@@ -138,6 +140,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
         Ok(())
     })();
     stop.store(true, Ordering::Relaxed);
+    abort::uninstall();
     ratatui::restore();
     drop(guard);
     drop(worker);
@@ -198,6 +201,40 @@ mod fd {
 }
 
 static SAVED_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+/// The log file's descriptor (kept open for the abort handler to copy its tail).
+static LOG_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Where the session log goes: `$XDG_STATE_HOME/mltriage/` (else `~/.local/state/mltriage/`,
+/// created 0700), else the temp folder; the file itself gets an unpredictable name and is
+/// created exclusively (`O_EXCL`, never through a planted symlink) with mode 0600.
+pub fn open_private_log() -> std::io::Result<(std::fs::File, PathBuf)> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })
+        .map(|d| d.join("mltriage"));
+    let private = state.filter(|d| {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let made = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(d)
+            .is_ok();
+        made && std::fs::symlink_metadata(d)
+            .is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o077 == 0)
+    });
+    let dir = private.unwrap_or_else(std::env::temp_dir);
+    let f = tempfile::Builder::new()
+        .prefix("mltriage-tui-")
+        .suffix(".log")
+        .rand_bytes(12)
+        .tempfile_in(&dir)?;
+    f.keep().map_err(|e| e.error)
+}
 
 /// fd 2 redirected to a log file for the life of the guard.
 struct StderrGuard {
@@ -209,18 +246,18 @@ impl StderrGuard {
         #[cfg(unix)]
         {
             use std::os::fd::AsRawFd;
-            let path =
-                std::env::temp_dir().join(format!("mltriage-tui-{}.log", std::process::id()));
-            if let Ok(file) = std::fs::File::create(&path) {
+            use std::os::fd::IntoRawFd;
+            if let Ok((file, path)) = open_private_log() {
                 // SAFETY: plain POSIX calls on descriptors we own (2 and the new file's);
                 // `dup` keeps the terminal's stderr to put back in `restore_now`.
                 let saved = unsafe { fd::dup(2) };
                 if saved >= 0 && unsafe { fd::dup2(file.as_raw_fd(), 2) } >= 0 {
                     SAVED_STDERR.store(saved, Ordering::SeqCst);
+                    LOG_FD.store(file.into_raw_fd(), Ordering::SeqCst);
                     return StderrGuard { log: Some(path) };
                 }
+                let _ = std::fs::remove_file(&path);
             }
-            let _ = std::fs::remove_file(&path);
         }
         StderrGuard { log: None }
     }
@@ -242,6 +279,11 @@ impl StderrGuard {
 impl Drop for StderrGuard {
     fn drop(&mut self) {
         Self::restore_now();
+        let log = LOG_FD.swap(-1, Ordering::SeqCst);
+        if log >= 0 {
+            // SAFETY: our own descriptor from `into_raw_fd`, closed once (swap).
+            unsafe { fd::close(log) };
+        }
         if let Some(p) = self.log.take() {
             match std::fs::metadata(&p) {
                 Ok(m) if m.len() > 0 => {
@@ -254,6 +296,91 @@ impl Drop for StderrGuard {
                     let _ = std::fs::remove_file(&p);
                 }
             }
+        }
+    }
+}
+
+/// An abort (stack overflow, allocation failure, a panic while panicking) skips every Drop and
+/// panic hook. While the UI is up, a SIGABRT handler puts the terminal back (saved termios,
+/// main screen, cursor, no mouse/paste modes), points stderr at the terminal again and copies
+/// the end of the session log there (Rust printed the cause into it), then lets the abort go on.
+mod abort {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static mut TERMIOS: std::mem::MaybeUninit<libc::termios> = std::mem::MaybeUninit::uninit();
+    static HAVE_TERMIOS: AtomicBool = AtomicBool::new(false);
+
+    /// Remember the terminal's settings before raw mode.
+    pub fn save_terminal() {
+        // SAFETY: tcgetattr fills a termios we own; it is published before the handler exists.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(0, &mut t) == 0 {
+                std::ptr::addr_of_mut!(TERMIOS).write(std::mem::MaybeUninit::new(t));
+                HAVE_TERMIOS.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn write_all(fd: i32, b: &[u8]) {
+        let mut off = 0;
+        while off < b.len() {
+            // SAFETY: write(2) on a slice we own; async-signal-safe.
+            let n = unsafe { libc::write(fd, b[off..].as_ptr().cast(), b.len() - off) };
+            if n <= 0 {
+                return;
+            }
+            off += n as usize;
+        }
+    }
+
+    extern "C" fn on_abort(_sig: libc::c_int) {
+        // Only async-signal-safe calls: tcsetattr, write, dup2, fstat, pread.
+        unsafe {
+            if HAVE_TERMIOS.load(Ordering::SeqCst) {
+                let t = std::ptr::addr_of!(TERMIOS).read().assume_init();
+                libc::tcsetattr(0, libc::TCSANOW, &t);
+            }
+            write_all(
+                1,
+                b"\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[0m\x1b[?25h\x1b[?1049l\r\n",
+            );
+            let saved = super::SAVED_STDERR.swap(-1, Ordering::SeqCst);
+            if saved >= 0 {
+                libc::dup2(saved, 2);
+            }
+            write_all(2, b"mltriage: aborted; the terminal was restored. Last messages:\n");
+            let log = super::LOG_FD.load(Ordering::SeqCst);
+            if log >= 0 {
+                let mut st: libc::stat = std::mem::zeroed();
+                if libc::fstat(log, &mut st) == 0 {
+                    let mut buf = [0u8; 2048];
+                    let size = st.st_size.max(0);
+                    let from = (size - buf.len() as libc::off_t).max(0);
+                    let n = libc::pread(log, buf.as_mut_ptr().cast(), buf.len(), from);
+                    if n > 0 {
+                        write_all(2, &buf[..n as usize]);
+                    }
+                }
+            }
+            libc::signal(libc::SIGABRT, libc::SIG_DFL);
+        }
+    }
+
+    pub fn install() {
+        // SAFETY: installing a plain handler for SIGABRT.
+        unsafe {
+            libc::signal(
+                libc::SIGABRT,
+                on_abort as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+
+    pub fn uninstall() {
+        // SAFETY: back to the default action.
+        unsafe {
+            libc::signal(libc::SIGABRT, libc::SIG_DFL);
         }
     }
 }

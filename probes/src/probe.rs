@@ -39,10 +39,21 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// A path as JSON text: names that are not UTF-8 are written lossily (U+FFFD), never an error.
+pub fn lossy_opt_path<S: serde::Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => s.serialize_str(&p.to_string_lossy()),
+        None => s.serialize_none(),
+    }
+}
+
 /// Where a measurement came from.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Evidence {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "lossy_opt_path"
+    )]
     pub file: Option<PathBuf>,
     /// Inclusive step range the value was computed over.
     #[serde(skip_serializing_if = "Option::is_none")]

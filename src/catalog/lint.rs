@@ -34,6 +34,31 @@ impl fmt::Display for Problem {
     }
 }
 
+/// Upper bounds for thresholds that set how much work a probe does (steps it trains, window
+/// lengths): a value past them would make a probe run for hours.
+pub const WORK_BOUNDS: [(&str, f64); 4] = [
+    ("steps", 100_000.0),
+    ("window", 1_000_000.0),
+    ("ema_span", 1_000_000.0),
+    ("reward_ema_span", 1_000_000.0),
+];
+
+/// Why a numeric threshold is unusable, if it is: not finite, absurdly large, or a work
+/// bound ([`WORK_BOUNDS`]) that is negative or too large.
+pub fn threshold_out_of_range(key: &str, x: f64) -> Option<String> {
+    if !x.is_finite() {
+        return Some("is not a finite number".into());
+    }
+    if x.abs() > 1e12 {
+        return Some("is out of range (|value| > 1e12)".into());
+    }
+    let (_, max) = WORK_BOUNDS.iter().find(|(k, _)| *k == key)?;
+    if x < 0.0 || x > *max {
+        return Some(format!("is outside 0..={max} (work limit)"));
+    }
+    None
+}
+
 /// The ids the seed material defines (DESIGN.md §4.1); the embedded playbook must have all.
 pub fn required_ids() -> Vec<String> {
     let mut ids = Vec::new();
@@ -151,6 +176,16 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
     }
 
     for p in &cat.probes {
+        for (key, v) in &p.thresholds {
+            if let super::Threshold::Num(x) = v {
+                if let Some(why) = threshold_out_of_range(key, *x) {
+                    out.push(err(
+                        &p.origin,
+                        format!("probe {}: threshold `{key}` = {x} {why}", p.id),
+                    ));
+                }
+            }
+        }
         for e in &p.entries {
             if !entry_ids.contains(e.as_str()) {
                 out.push(err(

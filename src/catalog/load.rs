@@ -76,6 +76,7 @@ pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(),
         into.files.push(name.to_path_buf());
         return Ok(());
     }
+    super::yaml_budget::check(text).map_err(|(line, msg)| LoadError::new(name, line, msg))?;
     let parsed: PlaybookFile = serde_yaml_ng::from_str(text).map_err(|e| {
         let line = e.location().map(|l| l.line()).unwrap_or(1);
         let msg = e.to_string();
@@ -154,19 +155,36 @@ pub fn embedded_files() -> impl Iterator<Item = &'static str> {
     EMBEDDED.iter().map(|(n, _)| *n)
 }
 
+/// The embedded files' names and texts (for tests).
+#[cfg(test)]
+pub(crate) fn embedded_texts() -> impl Iterator<Item = (&'static str, &'static str)> {
+    EMBEDDED.iter().copied()
+}
+
+/// Most directory entries looked at under `--playbook DIR`.
+pub const MAX_WALK_ENTRIES: usize = 10_000;
+/// Deepest folder level searched under `--playbook DIR`.
+pub const MAX_WALK_DEPTH: usize = 8;
+
 /// Every `*.yaml`/`*.yml` under `dir` (recursively, sorted), parsed. Stops at the first
-/// broken file (`file:line: message`).
+/// broken file (`file:line: message`). Symlinked folders are not followed, the walk is bounded
+/// ([`MAX_WALK_ENTRIES`], [`MAX_WALK_DEPTH`]) and only regular files are read.
 pub fn from_dir(dir: &Path) -> Result<RawPlaybook, LoadError> {
     let meta = std::fs::metadata(dir).map_err(|e| LoadError::new(dir, 0, e.to_string()))?;
     if !meta.is_dir() {
         return Err(LoadError::new(dir, 0, "not a directory"));
     }
     let mut files = Vec::new();
-    collect_yaml(dir, &mut files, 0);
+    let mut seen = 0usize;
+    collect_yaml(dir, &mut files, 0, &mut seen)?;
     files.sort();
     let mut raw = RawPlaybook::default();
     for f in files {
-        let bytes = std::fs::read(&f).map_err(|e| LoadError::new(&f, 0, e.to_string()))?;
+        let bytes = mltriage_probes::limits::read_capped_io(
+            &f,
+            super::yaml_budget::MAX_YAML_BYTES as u64,
+        )
+        .map_err(|e| LoadError::new(&f, 0, e.to_string()))?;
         let text = String::from_utf8(bytes)
             .map_err(|e| LoadError::new(&f, 0, format!("not UTF-8 text ({e})")))?;
         parse_file(&f, &text, &mut raw)?;
@@ -174,25 +192,41 @@ pub fn from_dir(dir: &Path) -> Result<RawPlaybook, LoadError> {
     Ok(raw)
 }
 
-fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
-    if depth > 8 {
-        return;
+fn collect_yaml(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    depth: usize,
+    seen: &mut usize,
+) -> Result<(), LoadError> {
+    if depth > MAX_WALK_DEPTH {
+        return Ok(());
     }
     let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
+        return Ok(());
     };
     for e in rd.flatten() {
+        *seen += 1;
+        if *seen > MAX_WALK_ENTRIES {
+            return Err(LoadError::new(
+                dir,
+                0,
+                format!("more than {MAX_WALK_ENTRIES} entries under the playbook folder (walk budget)"),
+            ));
+        }
         let p = e.path();
         let name = e.file_name();
         if name.to_string_lossy().starts_with('.') {
             continue;
         }
-        if p.is_dir() {
-            collect_yaml(&p, out, depth + 1);
+        // The entry's own type: a symlink to a folder is not followed (no loops, no escape).
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            collect_yaml(&p, out, depth + 1, seen)?;
         } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
             out.push(p);
         }
     }
+    Ok(())
 }
 
 /// Fuzz entry: arbitrary bytes as a playbook file, then lint what parsed. Never panics.

@@ -5,6 +5,7 @@ pub mod lint;
 pub mod load;
 pub mod model;
 pub mod tree_def;
+pub mod yaml_budget;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -49,7 +50,33 @@ impl Catalog {
     }
 
     /// The embedded playbook plus a user directory that adds entries or overrides by id.
+    /// With a user directory, the merged catalog must pass `lint` without errors (a dangling
+    /// reference, a cyclic tree, a threshold out of range): load and lint agree.
     pub fn load(user_dir: Option<&Path>) -> Result<Catalog, LoadError> {
+        let cat = Self::load_merged(user_dir)?;
+        if user_dir.is_some() {
+            let problems = lint::lint(
+                &cat,
+                &lint::LintOptions {
+                    implemented: mltriage_probes::probes::all(),
+                    complete: false,
+                },
+            );
+            if let Some(p) = problems
+                .into_iter()
+                .find(|p| p.severity == lint::Severity::Error)
+            {
+                return Err(LoadError {
+                    origin: p.origin,
+                    message: p.message,
+                });
+            }
+        }
+        Ok(cat)
+    }
+
+    /// [`Catalog::load`] without the lint gate (what `lint DIR` inspects).
+    pub fn load_merged(user_dir: Option<&Path>) -> Result<Catalog, LoadError> {
         let base = load::embedded()?;
         check_duplicates(
             base.entries.iter().map(|e| (e.id.as_str(), &e.origin)),

@@ -105,9 +105,14 @@ pub struct Source {
     pub url: String,
 }
 
+fn lossy_path<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
 /// Where something was defined, for `file:line` messages.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Origin {
+    #[serde(serialize_with = "lossy_path")]
     pub file: PathBuf,
     pub line: usize,
 }

@@ -9,14 +9,19 @@ use serde_json::json;
 use super::style::{wrap, Style};
 use super::{ExitCode, UsageError};
 use crate::catalog::lint::{lint as lint_catalog, LintOptions, Severity};
-use crate::catalog::{load, Catalog, Domain, Entry};
+use crate::catalog::{Catalog, Domain, Entry};
 use crate::search::SearchIndex;
 
-/// Write to stdout, ignoring a closed pipe (`mltriage list | head`).
+/// Write to stdout: a closed pipe (`mltriage list | head`) ends quietly; another write error is one line, exit 2.
 pub fn emit(s: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(s.as_bytes());
-    let _ = out.flush();
+    if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("mltriage: writing to standard output: {e}");
+        std::process::exit(2);
+    }
 }
 
 pub fn emit_json(v: &serde_json::Value) {
@@ -323,8 +328,9 @@ pub fn lint(dir: Option<&Path>) -> anyhow::Result<ExitCode> {
             Catalog::embedded().map_err(|e| UsageError(e.to_string()))?,
             true,
         ),
+        // The overlay as `--playbook DIR` loads it: on top of the embedded playbook.
         Some(d) => (
-            Catalog::from_raw(load::from_dir(d).map_err(|e| UsageError(e.to_string()))?),
+            Catalog::load_merged(Some(d)).map_err(|e| UsageError(e.to_string()))?,
             false,
         ),
     };

@@ -310,6 +310,8 @@ pub fn inspect(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
             // Unknown names: sniff — tensors first, then metrics.
             match TensorFile::open(path) {
                 Ok(_) => inspect_tensors(path, json, st),
+                // A sharded index that does not open is an error, never a "metric log".
+                Err(e) if name.ends_with(".index.json") => Err(fail(e)),
                 Err(e) => {
                     if let Ok(series) = read_metrics_file(path) {
                         if !series.is_empty() {

@@ -71,12 +71,13 @@ pub enum Command {
     },
     /// Run every probe on a run and report what is wrong, most likely cause first.
     Check {
+        #[arg(value_parser = path_arg)]
         run: PathBuf,
         /// A fact the artifacts may not say, e.g. --fact schedule=warmup_cosine (repeatable).
         #[arg(long = "fact", value_name = "KEY=VALUE")]
         facts: Vec<String>,
         /// A comparable run (same config without the suspected change), for ratio checks.
-        #[arg(long)]
+        #[arg(long, value_parser = path_arg)]
         baseline: Option<PathBuf>,
         /// auto | cpu | cuda | cuda:N
         #[arg(long, default_value = "auto")]
@@ -90,10 +91,11 @@ pub enum Command {
     /// Run one probe on a run.
     Probe {
         id: String,
+        #[arg(value_parser = path_arg)]
         run: PathBuf,
         #[arg(long = "fact", value_name = "KEY=VALUE")]
         facts: Vec<String>,
-        #[arg(long)]
+        #[arg(long, value_parser = path_arg)]
         baseline: Option<PathBuf>,
         #[arg(long, default_value = "auto")]
         device: String,
@@ -113,13 +115,14 @@ pub enum Command {
     /// Walk a tree non-interactively: probes answer what the run can tell.
     Walk {
         tree: String,
+        #[arg(value_parser = path_arg)]
         run: Option<PathBuf>,
         #[arg(long = "fact", value_name = "KEY=VALUE")]
         facts: Vec<String>,
         /// Answer (or override) a node: --answer NODE=LABEL (repeatable).
         #[arg(long = "answer", value_name = "NODE=LABEL")]
         answers: Vec<String>,
-        #[arg(long)]
+        #[arg(long, value_parser = path_arg)]
         baseline: Option<PathBuf>,
         #[arg(long, default_value = "auto")]
         device: String,
@@ -128,6 +131,7 @@ pub enum Command {
     },
     /// Show what mltriage reads from any artifact: tensors, metric series, optimizer state, a run.
     Inspect {
+        #[arg(value_parser = path_arg)]
         path: PathBuf,
         #[arg(long)]
         json: bool,
@@ -136,6 +140,40 @@ pub enum Command {
     Lint { dir: Option<PathBuf> },
     /// Print shell completions.
     Completions { shell: clap_complete::Shell },
+}
+
+/// Writes `bytes` to stdout. A reader that closed the pipe ends the program quietly (exit 0,
+/// as `head` expects); any other write error (`/dev/full`) is a one-line error.
+pub fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(UsageError(format!("writing to standard output: {e}")).into()),
+    }
+}
+
+/// A path argument: an empty string names no file (clap would call it "not supplied").
+pub fn path_arg(s: &str) -> Result<PathBuf, String> {
+    if s.is_empty() {
+        Err("an empty path names no file or folder".into())
+    } else {
+        Ok(PathBuf::from(s))
+    }
+}
+
+/// clap's error as one line: its first paragraph, without the usage block or tips.
+pub fn one_line_clap_error(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let para: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let msg = para.join(" ");
+    let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+    format!("{msg} (see `mltriage --help`)")
 }
 
 /// A failure that ends the program with exit code 2: one line on stderr.
@@ -168,12 +206,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Lint { dir }) => catalog_cmds::lint(dir.as_deref()),
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
-            clap_complete::generate(
-                *shell,
-                &mut Cli::command(),
-                "mltriage",
-                &mut std::io::stdout(),
-            );
+            // Generated into memory, then written once: a closed pipe or a full disk is an
+            // error to report (or, for a reader that went away, a quiet end), never a panic.
+            let mut buf = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "mltriage", &mut buf);
+            write_stdout(&buf)?;
             Ok(0)
         }
         Some(Command::Search {
