@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod check;
 pub mod cli;
 pub mod findings;
+pub mod look;
 pub mod search;
 pub mod trees;
 pub mod tui;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mltriage::app::worker::{JobKind, JobOutput, JobRequest, LiveRunner, ProbeRunner, Worker};
 use mltriage::app::{Event, Screen};
-use mltriage::ui::theme::Theme;
+use mltriage::look::theme::Theme;
 use mltriage_probes::probe::Status;
 use tui_common::*;
 

@@ -4,7 +4,7 @@
 mod tui_common;
 
 use crossterm::event::KeyCode;
-use mltriage::ui::theme::Theme;
+use mltriage::look::theme::Theme;
 use mltriage_probes::probe::Status;
 use tui_common::*;
 

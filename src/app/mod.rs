@@ -18,9 +18,9 @@ use mltriage_probes::facts::Facts;
 
 use crate::catalog::{Catalog, Domain, Entry, NodeKind};
 use crate::findings::Finding;
+use crate::look::strings as S;
+use crate::look::theme::Theme;
 use crate::search::SearchIndex;
-use crate::ui::strings as S;
-use crate::ui::theme::Theme;
 
 pub use action::{Action, Keymap};
 pub use event::Event;

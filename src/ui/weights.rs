@@ -10,8 +10,7 @@ use ratatui::symbols::bar;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline, Widget};
 
-use super::run::fmt;
-use super::{pane, scroll_for, strings as S};
+use super::{fmt, pane, scroll_for, strings as S};
 use crate::app::weights::{resample, HistSide, TensorHist, TensorRow};
 use crate::app::App;
 

@@ -11,8 +11,8 @@ use mltriage::app::worker::{JobKind, JobOutput, JobRequest, ProbeRunner, RunSumm
 use mltriage::app::{App, AppOptions, Headless, Keymap};
 use mltriage::catalog::Catalog;
 use mltriage::findings::Finding;
+use mltriage::look::theme::Theme;
 use mltriage::search::SearchIndex;
-use mltriage::ui::theme::Theme;
 use mltriage_probes::probe::Status;
 use mltriage_probes::tensors::DType;
 use ratatui::backend::TestBackend;
