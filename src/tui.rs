@@ -14,11 +14,12 @@ use mltriage_probes::device::DeviceRequest;
 use mltriage_probes::facts::Facts;
 
 use crate::app::action::load_keymap;
-use crate::app::worker::{LiveRunner, Worker};
+use crate::app::worker::Worker;
 use crate::app::{export, App, AppOptions, Effect, Event};
 use crate::catalog::Catalog;
 use crate::look::theme::Theme;
 use crate::search::SearchIndex;
+use crate::triage::jobs::LiveRunner;
 
 /// What the command line asked for.
 #[derive(Debug, Clone)]

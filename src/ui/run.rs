@@ -13,9 +13,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 
 use super::{fmt, home::findings_pane, pane, strings as S, weights};
-use crate::app::worker::SeriesView;
 use crate::app::App;
 use crate::catalog::Threshold;
+use crate::triage::jobs::SeriesView;
 
 /// One chart: canonical metric name, title, probe-id prefixes whose findings mark it.
 const CHARTS: [(&str, &str, &[&str]); 3] = [

@@ -11,8 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline, Widget};
 
 use super::{fmt, pane, scroll_for, strings as S};
-use crate::app::weights::{resample, HistSide, TensorHist, TensorRow};
 use crate::app::App;
+use crate::triage::weights::{resample, HistSide, TensorHist, TensorRow};
 
 /// The tallest histogram drawn, in rows.
 const MAX_BARS_H: u16 = 12;
