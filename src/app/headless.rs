@@ -4,7 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{export, worker, App, Effect, Event};
+use super::{worker, App, Effect, Event};
 use crate::triage::jobs::ProbeRunner;
 
 /// Drives an [`App`] synchronously: keys in, effects performed inline with an injected
@@ -36,15 +36,7 @@ impl Headless {
                         }
                     }
                     Effect::Cancel => {}
-                    Effect::Write {
-                        dir,
-                        stem,
-                        ext,
-                        content,
-                    } => {
-                        self.app
-                            .on_written(export::write_reported(&dir, &stem, &ext, &content));
-                    }
+                    Effect::Write(t) => self.app.on_written(t.write()),
                 }
             }
         }

@@ -71,12 +71,7 @@ pub enum Overlay {
 pub enum Effect {
     Submit(JobRequest),
     Cancel,
-    Write {
-        dir: PathBuf,
-        stem: String,
-        ext: String,
-        content: String,
-    },
+    Write(export::Transcript),
 }
 
 /// The running or waiting background job.

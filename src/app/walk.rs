@@ -234,11 +234,11 @@ impl App {
                 fmt.ext().to_string(),
             ),
         };
-        self.effects.push(Effect::Write {
+        self.effects.push(Effect::Write(export::Transcript {
             dir,
             stem,
             ext,
             content,
-        });
+        }));
     }
 }
