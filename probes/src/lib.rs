@@ -13,8 +13,10 @@ pub mod facts;
 pub mod fuzzing;
 pub mod limits;
 pub mod metrics;
+pub mod names;
 pub mod probe;
 pub mod probes;
+pub mod pyjson;
 pub mod run;
 pub mod tensors;
 
