@@ -86,6 +86,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
         }
     };
     abort::install();
+    let _ = crossterm::execute!(std::io::stdout(), ct::EnableBracketedPaste);
     let stop = Arc::new(AtomicBool::new(false));
     let input = spawn_input(tx, stop.clone());
 
@@ -103,11 +104,16 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => break,
             };
-            dirty |= app.on_event(ev);
-            // Drain what else is queued before drawing once.
-            while let Ok(ev) = rx.try_recv() {
-                dirty |= app.on_event(ev);
+            // Drain what else is queued (a paste without bracketed-paste support arrives as
+            // thousands of keys) and handle it as one batch: one search, one draw.
+            let mut batch = vec![ev];
+            while batch.len() < 100_000 {
+                match rx.try_recv() {
+                    Ok(ev) => batch.push(ev),
+                    Err(_) => break,
+                }
             }
+            dirty |= app.on_events(batch);
             for e in app.take_effects() {
                 dirty = true;
                 match e {
@@ -125,6 +131,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
     })();
     stop.store(true, Ordering::Relaxed);
     abort::uninstall();
+    let _ = crossterm::execute!(std::io::stdout(), ct::DisableBracketedPaste);
     ratatui::restore();
     drop(guard);
     drop(worker);
@@ -147,6 +154,7 @@ fn spawn_input(tx: Sender<Event>, stop: Arc<AtomicBool>) -> std::thread::JoinHan
                 let ev = match ct::read() {
                     Ok(ct::Event::Key(k)) => Some(Event::Key(k)),
                     Ok(ct::Event::Resize(w, h)) => Some(Event::Resize(w, h)),
+                    Ok(ct::Event::Paste(s)) => Some(Event::Paste(s)),
                     _ => None,
                 };
                 if let Some(ev) = ev {
@@ -171,6 +179,7 @@ fn install_panic_hook() {
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         StderrGuard::restore_now();
+        let _ = crossterm::execute!(std::io::stdout(), ct::DisableBracketedPaste);
         prev(info);
     }));
 }

@@ -339,8 +339,9 @@ pub fn load_keymap() -> (Keymap, Vec<String>) {
     let mut km = Keymap::default();
     let mut problems = Vec::new();
     if let Some(p) = keys_config_path() {
-        match std::fs::read_to_string(&p) {
-            Ok(text) => problems = km.apply_config(&text, &p),
+        // Regular files only (a FIFO would block the UI), at most 1 MiB.
+        match mltriage_probes::limits::read_capped_io(&p, 1 << 20) {
+            Ok(bytes) => problems = km.apply_config(&String::from_utf8_lossy(&bytes), &p),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => problems.push(format!("{}: {e}", p.display())),
         }

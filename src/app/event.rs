@@ -11,6 +11,8 @@ use crate::triage::jobs::{JobId, JobOutput};
 pub enum Event {
     Key(KeyEvent),
     Resize(u16, u16),
+    /// Text pasted into the terminal (bracketed paste): one event, not one key per character.
+    Paste(String),
     /// Periodic wake-up (animates a running probe's gauge).
     Tick,
     /// A background job reports progress in percent.

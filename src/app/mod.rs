@@ -225,6 +225,35 @@ impl App {
     // ---------------------------------------------------------------- events
 
     /// Apply one event. Returns whether anything visible changed (redraw only then).
+    /// A batch of queued events, as the TUI loop drains them: search-box edits in the batch
+    /// are coalesced into one search, run before any other key acts on the results.
+    pub fn on_events(&mut self, evs: impl IntoIterator<Item = Event>) -> bool {
+        let mut dirty = false;
+        for ev in evs {
+            let edit = match &ev {
+                Event::Paste(_) | Event::Tick => true,
+                Event::Key(k) => {
+                    matches!(k.code, KeyCode::Char(_) | KeyCode::Backspace)
+                        && !k.modifiers.intersects(KeyModifiers::ALT)
+                        && !(k.modifiers.contains(KeyModifiers::CONTROL)
+                            && k.code != KeyCode::Char('u'))
+                }
+                _ => false,
+            };
+            if !edit && self.search.pending {
+                self.refresh_search();
+            }
+            self.search.defer = true;
+            dirty |= self.on_event(ev);
+            self.search.defer = false;
+        }
+        if self.search.pending {
+            self.refresh_search();
+            dirty = true;
+        }
+        dirty
+    }
+
     pub fn on_event(&mut self, ev: Event) -> bool {
         match ev {
             Event::Key(k) => {
@@ -232,6 +261,17 @@ impl App {
                 true
             }
             Event::Resize(..) => true,
+            Event::Paste(text) => {
+                if self.overlay == Overlay::None
+                    && matches!(self.screen, Screen::Search | Screen::Home)
+                {
+                    if self.screen == Screen::Home {
+                        self.go(Screen::Search);
+                    }
+                    self.search_paste(&text);
+                }
+                true
+            }
             Event::Tick => {
                 self.ticks = self.ticks.wrapping_add(1);
                 !self.jobs.is_empty()

@@ -23,7 +23,16 @@ pub struct SearchState {
     pub results: Vec<ResultRow>,
     pub sel: usize,
     pub error: Option<String>,
+    /// Set while the TUI loop feeds a batch of queued events: edits only mark `pending`,
+    /// and the batch ends with one search (a 100 kB unbracketed paste searches once).
+    pub(super) defer: bool,
+    pub(super) pending: bool,
+    /// Searches run so far (tests check the coalescing).
+    pub runs: u64,
 }
+
+/// Longest query kept, in characters; typing or pasting past it is cut (with a note).
+pub const MAX_QUERY_CHARS: usize = 1024;
 
 impl App {
     /// A key on the search screen: characters edit the query, a few keys move or switch
@@ -40,19 +49,18 @@ impl App {
             KeyCode::Tab => self.update(Action::ToggleFuzzy),
             KeyCode::Backspace => {
                 self.search.query.pop();
-                self.refresh_search();
+                self.refresh_search_soon();
             }
             KeyCode::Char('n') | KeyCode::Char('j') if ctrl => self.update(Action::Down),
             KeyCode::Char('p') | KeyCode::Char('k') if ctrl => self.update(Action::Up),
             KeyCode::Char('d') if ctrl => self.update(Action::CycleDomain),
             KeyCode::Char('u') if ctrl => {
                 self.search.query.clear();
-                self.refresh_search();
+                self.refresh_search_soon();
             }
             _ => match plain_char {
                 Some(c) => {
-                    self.search.query.push(c);
-                    self.refresh_search();
+                    self.search_paste(&c.to_string());
                 }
                 None => return false,
             },
@@ -60,7 +68,40 @@ impl App {
         true
     }
 
+    /// Appends pasted (or typed) text to the query: control characters (newlines of a
+    /// pasted traceback) become spaces, and the query stops at [`MAX_QUERY_CHARS`].
+    pub(super) fn search_paste(&mut self, text: &str) {
+        let have = self.search.query.chars().count();
+        let room = MAX_QUERY_CHARS.saturating_sub(have);
+        let mut n = 0;
+        for c in text.chars() {
+            if n == room {
+                self.set_status(
+                    format!("search query cut at {MAX_QUERY_CHARS} characters"),
+                    false,
+                );
+                break;
+            }
+            self.search
+                .query
+                .push(if c.is_control() { ' ' } else { c });
+            n += 1;
+        }
+        self.refresh_search_soon();
+    }
+
+    /// Search now, or at the end of the current batch of queued events.
+    pub(super) fn refresh_search_soon(&mut self) {
+        if self.search.defer {
+            self.search.pending = true;
+        } else {
+            self.refresh_search();
+        }
+    }
+
     pub(super) fn refresh_search(&mut self) {
+        self.search.pending = false;
+        self.search.runs += 1;
         let q = self.search.query.trim();
         self.search.sel = 0;
         self.search.error = None;

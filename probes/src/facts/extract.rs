@@ -233,7 +233,10 @@ fn scheduler_value_facts(v: &crate::tensors::Value, file: &str, f: &mut Facts) {
 /// Top-level `key: scalar` lines of a Lightning `hparams.yaml` (no YAML parser needed for
 /// these few keys); nested blocks are ignored.
 fn hparams_facts(path: &Path, f: &mut Facts) {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) = crate::limits::read_text_file(path).map(String::from_utf8) else {
+        return;
+    };
+    let Ok(text) = text else {
         return;
     };
     let file = path.display().to_string();

@@ -13,6 +13,11 @@ use crate::probes::util::*;
 /// Samples and features used at most by the smoke test.
 const SMOKE_MAX_N: usize = 256;
 const SMOKE_MAX_D: usize = 16384;
+/// Largest class count trained directly; batches with larger class ids (2^40, i64::MAX) have
+/// their distinct labels renumbered densely instead (a softmax only needs them distinct).
+const SMOKE_MAX_CLASSES: usize = 65_536;
+/// Most gradient steps, whatever the playbook says (lint refuses more on load, too).
+const SMOKE_MAX_STEPS: usize = 100_000;
 
 /// Trains a linear softmax classifier by plain gradient descent; returns (initial, final) loss.
 fn overfit_linear(
@@ -119,16 +124,22 @@ pub fn overfit_smoke(ctx: &ProbeCtx) -> Vec<Verdict> {
                     "fewer than two samples with a valid class label",
                 ));
             }
-            let c = nc
-                .map(|c| c as usize)
-                .unwrap_or(0)
-                .max(
-                    keep.iter()
-                        .map(|&i| labels.v[i] as usize + 1)
-                        .max()
-                        .unwrap_or(2),
-                )
-                .max(2);
+            let top = keep
+                .iter()
+                .map(|&i| (labels.v[i] as u64).saturating_add(1))
+                .max()
+                .unwrap_or(2);
+            let declared = nc.map(|c| c as u64).unwrap_or(0);
+            let dense = top.max(declared) as u128 > SMOKE_MAX_CLASSES as u128;
+            let mut ids: Vec<i64> = keep.iter().map(|&i| labels.v[i]).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let c = if dense {
+                ids.len()
+            } else {
+                (top.max(declared) as usize).max(2)
+            }
+            .max(2);
             let m = keep.len();
             let mut x = vec![0f32; m * d];
             for j in 0..d {
@@ -149,9 +160,19 @@ pub fn overfit_smoke(ctx: &ProbeCtx) -> Vec<Verdict> {
                     };
                 }
             }
-            let y: Vec<usize> = keep.iter().map(|&i| labels.v[i] as usize).collect();
+            let y: Vec<usize> = keep
+                .iter()
+                .map(|&i| {
+                    if dense {
+                        ids.binary_search(&labels.v[i]).unwrap_or(0)
+                    } else {
+                        labels.v[i] as usize
+                    }
+                })
+                .collect();
+            let steps = (steps.max(1.0) as usize).min(SMOKE_MAX_STEPS);
             let t0 = std::time::Instant::now();
-            let res = overfit_linear(&x, &y, c, steps.max(1.0) as usize, lr, &ctx.compute.device);
+            let res = overfit_linear(&x, &y, c, steps, lr, &ctx.compute.device);
             let secs = t0.elapsed().as_secs_f64();
             let dev = &ctx.compute.label;
             let ev = vec![b.ev(&ft.name), b.ev(&labels.name)];

@@ -22,6 +22,8 @@ use load::{config_problems, load_metrics, Loaded};
 
 /// Directories deeper than this below the root are not walked.
 pub const MAX_DEPTH: usize = 8;
+/// The walk stops after looking at this many directory entries (files, folders, others).
+pub const MAX_ENTRIES: usize = 500_000;
 /// The walk stops after this many files.
 pub const MAX_FILES: usize = 200_000;
 
@@ -343,8 +345,10 @@ impl Run {
     }
 }
 
-/// Walk `root` depth-first: hidden entries skipped, symlinked folders followed once (no loops),
-/// depth and file count capped. Returns (path, bytes), unsorted.
+/// Walk `root` depth-first: hidden entries skipped, symlinked folders never followed (no
+/// loops, no escape to `/`), only regular files kept (symlinks to regular files followed),
+/// depth, entries looked at ([`MAX_ENTRIES`]) and file count capped. Returns (path, bytes),
+/// unsorted.
 fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
     let mut out = Vec::new();
     let mut seen: HashSet<PathBuf> = HashSet::new();
@@ -353,6 +357,7 @@ fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
     }
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     let mut deep_noted = false;
+    let mut entries = 0usize;
     while let Some((dir, depth)) = stack.pop() {
         let rd = match std::fs::read_dir(&dir) {
             Ok(rd) => rd,
@@ -362,6 +367,14 @@ fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
             }
         };
         for entry in rd.flatten() {
+            entries += 1;
+            if entries > MAX_ENTRIES {
+                problems.push(format!(
+                    "{}: more than {MAX_ENTRIES} entries looked at (walk budget), the rest ignored",
+                    root.display()
+                ));
+                return out;
+            }
             let name = entry.file_name();
             if name.as_encoded_bytes().first() == Some(&b'.')
                 || name == "__pycache__"
@@ -383,6 +396,10 @@ fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
                     Err(_) => continue,
                 }
             };
+            if meta.is_dir() && ft.is_symlink() {
+                // Never followed: walks stay inside the run (no loops, no escape to `/`).
+                continue;
+            }
             if meta.is_dir() {
                 if depth + 1 > MAX_DEPTH {
                     if !deep_noted {
