@@ -201,9 +201,17 @@ static LOG_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(
 /// created 0700), else the temp folder; the file itself gets an unpredictable name and is
 /// created exclusively (`O_EXCL`, never through a planted symlink) with mode 0600.
 pub fn open_private_log() -> std::io::Result<(std::fs::File, PathBuf)> {
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    open_private_log_in(None)
+}
+
+/// [`open_private_log`] with the state folder given (tests), else from the environment.
+pub fn open_private_log_in(state: Option<PathBuf>) -> std::io::Result<(std::fs::File, PathBuf)> {
+    let state = state
+        .or_else(|| {
+            std::env::var_os("XDG_STATE_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
         .or_else(|| {
             std::env::var_os("HOME")
                 .filter(|v| !v.is_empty())
@@ -375,5 +383,33 @@ mod abort {
         unsafe {
             libc::signal(libc::SIGABRT, libc::SIG_DFL);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_log_is_private_unpredictable_and_never_follows_a_planted_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"keep me").unwrap();
+        // The old predictable name, planted as a symlink to a file someone else owns.
+        let old = std::env::temp_dir().join(format!("mltriage-tui-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&old);
+        std::os::unix::fs::symlink(&victim, &old).unwrap();
+        let (_f, path) = open_private_log_in(Some(d.path().join("state"))).unwrap();
+        let _ = std::fs::remove_file(&old);
+        assert!(path.starts_with(d.path().join("state").join("mltriage")), "{path:?}");
+        assert_ne!(path, old);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+        let dmode = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(dmode, 0o700, "{dmode:o}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+        let (_g, path2) = open_private_log_in(Some(d.path().join("state"))).unwrap();
+        assert_ne!(path, path2, "names are unpredictable, not per-pid");
     }
 }

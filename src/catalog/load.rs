@@ -180,6 +180,18 @@ pub fn from_dir(dir: &Path) -> Result<RawPlaybook, LoadError> {
     files.sort();
     let mut raw = RawPlaybook::default();
     for f in files {
+        let max = super::yaml_budget::MAX_YAML_BYTES as u64;
+        let len = mltriage_probes::limits::open_regular_io(&f)
+            .and_then(|h| h.metadata())
+            .map_err(|e| LoadError::new(&f, 0, e.to_string()))?
+            .len();
+        if len > max {
+            return Err(LoadError::new(
+                &f,
+                0,
+                format!("{len} bytes is over the {} KiB YAML size budget", max >> 10),
+            ));
+        }
         let bytes = mltriage_probes::limits::read_capped_io(
             &f,
             super::yaml_budget::MAX_YAML_BYTES as u64,
