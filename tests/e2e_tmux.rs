@@ -147,3 +147,41 @@ fn tui_in_tmux_search_open_fix_help_resize_quit() {
         .collect();
     assert!(extra.is_empty(), "{extra:?}");
 }
+
+#[test]
+fn an_abort_in_the_tui_restores_the_terminal_and_prints_the_cause() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("note: tmux is not installed; skipping the end-to-end TUI test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exit_file = dir.path().join("exit");
+    let bin = env!("CARGO_BIN_EXE_mltriage");
+    let script = format!(
+        "cd '{d}' && XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}/state' '{bin}'; echo EXIT=$? > '{ex}'; sleep 20",
+        d = dir.path().display(),
+        ex = exit_file.display()
+    );
+    let tmux = Tmux {
+        socket: format!("mltriage-abort-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "new-session", "-d", "-s", "e2e", "-x", "80", "-y", "24", "sh", "-c", &script,
+    ]);
+    assert!(out.status.success());
+    tmux.wait_for("the home screen", |s| s.contains("mltriage") && s.contains("Trees"));
+    let on = String::from_utf8_lossy(&tmux.cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"]).stdout).trim().to_string();
+    assert_eq!(on, "1", "the UI runs on the alternate screen");
+    // The shell's child is our mltriage: abort it as a stack overflow or OOM would.
+    let shell = String::from_utf8_lossy(&tmux.cmd(&["display", "-p", "-t", "e2e", "#{pane_pid}"]).stdout).trim().to_string();
+    let kids = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
+    let pid: i32 = kids.split_whitespace().next().and_then(|p| p.parse().ok()).expect("mltriage pid");
+    // SAFETY: signalling the process this test started.
+    unsafe { libc::kill(pid, libc::SIGABRT) };
+    let exit = wait_file(&exit_file);
+    assert!(exit.contains("EXIT=134"), "{exit}");
+    let s = tmux.wait_for("the abort note", |s| s.contains("mltriage: aborted"));
+    let on = String::from_utf8_lossy(&tmux.cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"]).stdout).trim().to_string();
+    assert_eq!(on, "0", "left the alternate screen:\n{s}");
+    assert!(!s.contains("Trees"), "the UI is gone from the screen:\n{s}");
+}

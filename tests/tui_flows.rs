@@ -560,3 +560,39 @@ fn live_runner_computes_on_the_requested_device() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_huge_paste_searches_once_and_the_query_is_capped() {
+    // Bracketed paste: one event for 100 kB of text (a traceback with newlines).
+    let mut a = app();
+    a.on_event(Event::Key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::NONE)));
+    assert_eq!(a.screen, Screen::Search);
+    let before = a.search.runs;
+    let text = "CUDA error: device-side assert triggered\n".repeat(2500);
+    a.on_events(vec![Event::Paste(text)]);
+    assert_eq!(a.search.runs - before, 1, "one search for one paste");
+    assert_eq!(
+        a.search.query.chars().count(),
+        mltriage::app::MAX_QUERY_CHARS
+    );
+    assert!(!a.search.query.contains('\n'));
+    // Without bracketed paste the same text arrives as 100k keys, drained as one batch: one
+    // search, not one per key; a key that acts on the results (Enter) sees them fresh.
+    let mut a = app();
+    a.on_event(Event::Key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::NONE)));
+    let before = a.search.runs;
+    let mut batch: Vec<Event> = "mAP zero "
+        .repeat(11_000)
+        .chars()
+        .map(|c| Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))
+        .collect();
+    batch.push(Event::Key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE)));
+    a.on_events(batch);
+    assert!(a.search.runs - before <= 2, "{} searches", a.search.runs - before);
+    assert!(!a.search.results.is_empty());
+    // A paste on the home screen opens the search with it.
+    let mut a = app();
+    a.on_events(vec![Event::Paste("mAP is zero".into())]);
+    assert_eq!(a.screen, Screen::Search);
+    assert_eq!(a.search.results.first().map(|r| r.id.as_str()), Some("V3"));
+}

@@ -1606,3 +1606,55 @@ fn worst_batch_file_wins() {
         .ends_with("batch_1.safetensors"));
     assert!(v.message.contains("of 2 batch files"), "{}", v.message);
 }
+
+#[test]
+fn overfit_smoke_survives_huge_class_ids() {
+    // Class ids 2^40 and i64::MAX: a one-hot over max-id classes would need terabytes (or
+    // overflow); the probe renumbers the distinct labels instead and still answers.
+    let mut rng = Rng(3);
+    let n = 8;
+    let x: Vec<f32> = (0..n * 4).map(|_| rng.normal() as f32).collect();
+    for big in [1i64 << 40, i64::MAX] {
+        let y: Vec<i64> = (0..n as i64).map(|i| if i % 2 == 0 { big } else { i % 3 }).collect();
+        let d = run_with(
+            &[t_f32("pixel_values", &[n, 4], x.clone()), t_i64("labels", &[n], y)],
+            None,
+        );
+        let v = one("overfit_smoke", d.path(), &[]);
+        assert!(
+            v.outcome == "pass" || v.outcome == "cannot_overfit",
+            "{big}: {v:?}"
+        );
+        // Three distinct classes: the initial loss is ln 3, not ln(2^40).
+        assert!((v.values["loss_initial"] - 3f64.ln()).abs() < 1e-4, "{v:?}");
+    }
+}
+
+#[test]
+fn truncating_a_checkpoint_while_it_is_read_is_an_error_not_sigbus() {
+    // A mapped (not streamed) tensor: 256 KB, below the streaming threshold.
+    use mltriage_probes::tensors::TensorFile;
+    let d = tempfile::tempdir().unwrap();
+    let n = 64 << 10;
+    let p = d.path().join("model.safetensors");
+    let h = format!("{{\"w\":{{\"dtype\":\"F32\",\"shape\":[{n}],\"data_offsets\":[0,{}]}}}}", n * 4);
+    let mut h = h.into_bytes();
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut b = (h.len() as u64).to_le_bytes().to_vec();
+    b.extend_from_slice(&h);
+    b.extend(std::iter::repeat_n(1.0f32.to_le_bytes(), n).flatten());
+    std::fs::write(&p, b).unwrap();
+    let tf = TensorFile::open(&p).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(64)
+        .unwrap();
+    let e = tf.to_f64_vec("w", n).unwrap_err().to_string();
+    assert!(e.contains("shrank") && e.contains("model.safetensors"), "{e}");
+    let e = tf.compare("w", &tf, "w").unwrap_err().to_string();
+    assert!(e.contains("shrank"), "{e}");
+}

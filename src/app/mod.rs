@@ -15,6 +15,7 @@ mod home;
 mod palette;
 mod run;
 mod search;
+pub use search::MAX_QUERY_CHARS;
 mod walk;
 pub mod worker;
 
