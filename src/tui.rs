@@ -350,7 +350,10 @@ mod abort {
             if saved >= 0 {
                 libc::dup2(saved, 2);
             }
-            write_all(2, b"mltriage: aborted; the terminal was restored. Last messages:\n");
+            write_all(
+                2,
+                b"mltriage: aborted; the terminal was restored. Last messages:\n",
+            );
             let log = super::LOG_FD.load(Ordering::SeqCst);
             if log >= 0 {
                 let mut st: libc::stat = std::mem::zeroed();
@@ -404,11 +407,18 @@ mod tests {
         std::os::unix::fs::symlink(&victim, &old).unwrap();
         let (_f, path) = open_private_log_in(Some(d.path().join("state"))).unwrap();
         let _ = std::fs::remove_file(&old);
-        assert!(path.starts_with(d.path().join("state").join("mltriage")), "{path:?}");
+        assert!(
+            path.starts_with(d.path().join("state").join("mltriage")),
+            "{path:?}"
+        );
         assert_ne!(path, old);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{mode:o}");
-        let dmode = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+        let dmode = std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(dmode, 0o700, "{dmode:o}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
         let (_g, path2) = open_private_log_in(Some(d.path().join("state"))).unwrap();

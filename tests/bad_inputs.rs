@@ -174,7 +174,13 @@ struct Case {
     needle: Option<&'static str>,
 }
 
-fn case(name: &str, args: &[&std::ffi::OsStr], codes: &'static [i32], needle: Option<&'static str>, home: &Path) -> Case {
+fn case(
+    name: &str,
+    args: &[&std::ffi::OsStr],
+    codes: &'static [i32],
+    needle: Option<&'static str>,
+    home: &Path,
+) -> Case {
     let mut cmd = bounded::mlt();
     cmd.args(args)
         .env("HOME", home)
@@ -214,13 +220,24 @@ fn run_cases(cases: Vec<Case>) -> Vec<String> {
                     why.push(format!("error is not one line: {:?}", o.stderr));
                 }
                 if let Some(n) = c.needle {
-                    let hay = if code == 0 { out.as_ref() } else { o.stderr.as_str() };
+                    let hay = if code == 0 {
+                        out.as_ref()
+                    } else {
+                        o.stderr.as_str()
+                    };
                     if !hay.contains(n) && !o.stderr.contains(n) {
-                        why.push(format!("output lacks {n:?}: {:?}", o.stderr.chars().take(300).collect::<String>()));
+                        why.push(format!(
+                            "output lacks {n:?}: {:?}",
+                            o.stderr.chars().take(300).collect::<String>()
+                        ));
                     }
                 }
             }
-            Some(code) => why.push(format!("exit {code}, expected {:?}; stderr {:?}", c.codes, o.stderr.chars().take(300).collect::<String>())),
+            Some(code) => why.push(format!(
+                "exit {code}, expected {:?}; stderr {:?}",
+                c.codes,
+                o.stderr.chars().take(300).collect::<String>()
+            )),
             None => {}
         }
         if !why.is_empty() {
@@ -254,14 +271,22 @@ fn refs(prefix: &[u8], n: usize) -> Vec<u8> {
     p
 }
 
-fn pickle_cases(d: &Path) -> Vec<(String, Vec<u8>, &'static [i32], Option<&'static str>)> {
-    let mut v: Vec<(String, Vec<u8>, &'static [i32], Option<&'static str>)> = Vec::new();
+/// (name, data.pkl, acceptable exit codes, text the error must contain).
+type PickleCase = (String, Vec<u8>, &'static [i32], Option<&'static str>);
+
+fn pickle_cases(d: &Path) -> Vec<PickleCase> {
+    let mut v: Vec<PickleCase> = Vec::new();
     let rft = b"ctorch._tensor\n_rebuild_from_type_v2\n".to_vec();
     // 1. A list that contains itself handed to _rebuild_from_type_v2.
     let mut p = b"\x80\x02".to_vec();
     p.extend_from_slice(&rft);
     p.extend_from_slice(b"q\x00]q\x01(h\x00Nh\x01eR.");
-    v.push(("self_wrapping_rebuild".into(), p, &[2], Some("nested deeper")));
+    v.push((
+        "self_wrapping_rebuild".into(),
+        p,
+        &[2],
+        Some("nested deeper"),
+    ));
     // 2. 200k nested _rebuild_from_type_v2 argument tuples: g(g, None, (g, None, (…))).
     let mut q = b"\x80\x02".to_vec();
     q.extend_from_slice(&rft);
@@ -281,12 +306,22 @@ fn pickle_cases(d: &Path) -> Vec<(String, Vec<u8>, &'static [i32], Option<&'stat
         l.extend(std::iter::repeat_n(7u8, 4096));
     }
     l.push(b'e');
-    v.push(("long4_list_refs".into(), refs(&l, 100_000), &[2], Some("MiB")));
+    v.push((
+        "long4_list_refs".into(),
+        refs(&l, 100_000),
+        &[2],
+        Some("MiB"),
+    ));
     // 4. A global with a 1 MB name referenced 100k times.
     let mut g = b"cmod\n".to_vec();
     g.extend(std::iter::repeat_n(b'n', 1 << 20));
     g.push(b'\n');
-    v.push(("global_1mb_name_refs".into(), refs(&g, 100_000), &[2], Some("longer than")));
+    v.push((
+        "global_1mb_name_refs".into(),
+        refs(&g, 100_000),
+        &[2],
+        Some("longer than"),
+    ));
     // 5. STACK_GLOBAL of a 4 MB string, 20k times.
     let mut s = uni(&vec![b'm'; 4 << 20]);
     s.extend_from_slice(b"q\x00\x8c\x01n\x93");
@@ -310,7 +345,12 @@ fn pickle_cases(d: &Path) -> Vec<(String, Vec<u8>, &'static [i32], Option<&'stat
     let mut t = b"ctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\n".to_vec();
     t.extend_from_slice(&uni(&vec![b'k'; 1 << 20]));
     t.extend_from_slice(b"Vcpu\nK\x04tQK\x00K\x04\x85K\x01\x85\x89tR");
-    v.push(("tensor_1mb_key_refs".into(), refs(&t, 100_000), &[2], Some("MiB")));
+    v.push((
+        "tensor_1mb_key_refs".into(),
+        refs(&t, 100_000),
+        &[2],
+        Some("MiB"),
+    ));
     // 8. Billion laughs: 60 levels of [prev, prev].
     let mut p = b"\x80\x02]q\x00(K\x01K\x01e".to_vec();
     for i in 1..60u32 {
@@ -329,9 +369,7 @@ fn pickle_cases(d: &Path) -> Vec<(String, Vec<u8>, &'static [i32], Option<&'stat
     for _ in 0..1_000_000 {
         p.extend_from_slice(b"](");
     }
-    for _ in 0..1_000_000 {
-        p.push(b'a');
-    }
+    p.extend(std::iter::repeat_n(b'a', 1_000_000));
     p.push(b'.');
     v.push(("nested_lists_1m".into(), p, &[2], None));
     // 10. A dict whose 1000 values all reference one 10k-item list, referenced 1000 times.
@@ -363,7 +401,12 @@ fn pickle_cases(d: &Path) -> Vec<(String, Vec<u8>, &'static [i32], Option<&'stat
     marks.extend(std::iter::repeat_n(b'(', 1_000_000));
     marks.push(b'.');
     v.push(("mark_flood".into(), marks, &[2], None));
-    v.push(("memo_missing".into(), b"\x80\x02h\x07.".to_vec(), &[2], None));
+    v.push((
+        "memo_missing".into(),
+        b"\x80\x02h\x07.".to_vec(),
+        &[2],
+        None,
+    ));
     let mut fr = b"\x80\x04\x95".to_vec();
     fr.extend_from_slice(&u64::MAX.to_le_bytes());
     fr.push(b'.');
@@ -372,10 +415,25 @@ fn pickle_cases(d: &Path) -> Vec<(String, Vec<u8>, &'static [i32], Option<&'stat
     bb.extend_from_slice(&(1u64 << 62).to_le_bytes());
     v.push(("binbytes8_2p62".into(), bb, &[2], None));
     v.push(("protocol_6".into(), b"\x80\x06N.".to_vec(), &[2], None));
-    v.push(("os_system_reduce".into(), b"\x80\x02cposix\nsystem\nVtouch /tmp/mltriage_pwned_by_pickle\n\x85R.".to_vec(), &[0, 2], None));
-    v.push(("inst_eval".into(), b"(Vtouch /tmp/mltriage_pwned_by_pickle\nibuiltins\neval\n.".to_vec(), &[0, 2], None));
+    v.push((
+        "os_system_reduce".into(),
+        b"\x80\x02cposix\nsystem\nVtouch /tmp/mltriage_pwned_by_pickle\n\x85R.".to_vec(),
+        &[0, 2],
+        None,
+    ));
+    v.push((
+        "inst_eval".into(),
+        b"(Vtouch /tmp/mltriage_pwned_by_pickle\nibuiltins\neval\n.".to_vec(),
+        &[0, 2],
+        None,
+    ));
     v.push(("persid_huge_numel".into(), b"\x80\x02}(Vw\nctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\nV0\nVcpu\n\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40tQK\x00K\x04\x85K\x01\x85\x89tRu.".to_vec(), &[0, 2], None));
-    v.push(("negative_long1".into(), b"\x80\x02\x8a\x01\xff.".to_vec(), &[0, 2], None));
+    v.push((
+        "negative_long1".into(),
+        b"\x80\x02\x8a\x01\xff.".to_vec(),
+        &[0, 2],
+        None,
+    ));
     let _ = d;
     v
 }
@@ -386,13 +444,24 @@ fn run_pickles(d: &Path) -> Vec<Case> {
         .map(|(name, pkl, codes, needle)| {
             let p = d.join(format!("{name}.pt"));
             bounded::torch_pt(&p, &pkl);
-            case(&format!("pickle/{name}"), &[os("inspect"), p.as_os_str()], codes, needle, d)
+            case(
+                &format!("pickle/{name}"),
+                &[os("inspect"), p.as_os_str()],
+                codes,
+                needle,
+                d,
+            )
         })
         .collect()
 }
 
 fn assert_none(bad: Vec<String>) {
-    assert!(bad.is_empty(), "{} case(s) failed:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} case(s) failed:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
     assert!(!Path::new(PWNED).exists(), "a pickle ran code");
 }
 
@@ -405,10 +474,25 @@ fn item01_06_pickle_recursion_and_memo_amplification_are_budgeted() {
     let mut all = cases;
     let run = d.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
-    for f in ["self_wrapping_rebuild", "billion_laughs_lists", "os_system_reduce", "memo_missing"] {
-        std::fs::copy(d.path().join(format!("{f}.pt")), run.join(format!("{f}.pt"))).unwrap();
+    for f in [
+        "self_wrapping_rebuild",
+        "billion_laughs_lists",
+        "os_system_reduce",
+        "memo_missing",
+    ] {
+        std::fs::copy(
+            d.path().join(format!("{f}.pt")),
+            run.join(format!("{f}.pt")),
+        )
+        .unwrap();
     }
-    let mut c = case("pickle/check_run", &[os("check"), run.as_os_str()], &[0], None, d.path());
+    let mut c = case(
+        "pickle/check_run",
+        &[os("check"), run.as_os_str()],
+        &[0],
+        None,
+        d.path(),
+    );
     c.cmd.arg("--device").arg("cpu");
     all.push(c);
     assert_none(run_cases(all));
@@ -428,67 +512,259 @@ fn write(p: &Path, b: impl AsRef<[u8]>) {
 /// Text readers: line caps, document caps, endless and non-regular files.
 fn text_cases(d: &Path) -> Vec<Case> {
     let mut v = Vec::new();
-    let mut one = |name: &str, file: &str, make: &dyn Fn(&Path), codes: &'static [i32], needle: Option<&'static str>| {
+    let mut one = |name: &str,
+                   file: &str,
+                   make: &dyn Fn(&Path),
+                   codes: &'static [i32],
+                   needle: Option<&'static str>| {
         let dir = d.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join(file);
         make(&p);
-        v.push(case(&format!("text/{name}"), &[os("inspect"), p.as_os_str()], codes, needle, d));
+        v.push(case(
+            &format!("text/{name}"),
+            &[os("inspect"), p.as_os_str()],
+            codes,
+            needle,
+            d,
+        ));
     };
     // A 16 MB single JSON-lines line `[0,0,…]` (the 500 MB one, smaller: the cap is 1 MiB).
-    one("jsonl_huge_line", "metrics.jsonl", &|p| {
-        let mut b = b"[".to_vec();
-        b.extend(std::iter::repeat_n(*b"0,", 8 << 20).flatten());
-        b.extend_from_slice(b"0]\n{\"step\":1,\"loss\":1}\n");
-        write(p, b)
-    }, &[2], Some("line cap"));
-    one("jsonl_deep_line", "metrics.jsonl", &|p| write(p, format!("{}\n", "[".repeat(500_000))), &[2], None);
-    one("jsonl_binary", "metrics.jsonl", &|p| write(p, [0xffu8; 4096]), &[0, 2], None);
-    one("jsonl_nan_flood", "metrics.jsonl", &|p| write(p, "{\"step\":1,\"loss\":NaN}\n".repeat(100_000)), &[0], None);
-    one("jsonl_fifo", "metrics.jsonl", &|p| bounded::mkfifo(p), &[2], Some("FIFO"));
-    one("jsonl_dev_zero", "metrics.jsonl", &|p| sym("/dev/zero", p), &[2], Some("character device"));
-    one("trainer_state_sparse_146mb", "trainer_state.json", &|p| {
-        let f = std::fs::File::create(p).unwrap();
-        f.set_len(146 << 20).unwrap();
-    }, &[2], Some("read cap"));
-    one("trainer_state_dev_zero", "trainer_state.json", &|p| sym("/dev/zero", p), &[2], Some("character device"));
-    one("trainer_state_fifo", "trainer_state.json", &|p| bounded::mkfifo(p), &[2], Some("FIFO"));
-    one("trainer_state_dir", "trainer_state.json", &|p| std::fs::create_dir_all(p).unwrap(), &[0, 2], None);
-    one("trainer_state_50k", "trainer_state.json", &|p| {
-        let rows: Vec<String> = (1..=50_000).map(|i| format!("{{\"step\":{i},\"loss\":{}}}", 1.0 / i as f64)).collect();
-        write(p, format!("{{\"global_step\":50000,\"log_history\":[{}]}}", rows.join(",")))
-    }, &[0], None);
-    one("csv_huge_field", "metrics.csv", &|p| {
-        let mut b = b"step,loss\n1,".to_vec();
-        b.extend(std::iter::repeat_n(b'9', 4 << 20));
-        b.push(b'\n');
-        write(p, b)
-    }, &[2], Some("line cap"));
-    one("csv_fifo", "metrics.csv", &|p| bounded::mkfifo(p), &[2], Some("FIFO"));
-    one("csv_5000_columns", "metrics.csv", &|p| {
-        let h: Vec<String> = (0..5000).map(|i| format!("c{i}")).collect();
-        let r: Vec<String> = (0..5000).map(|i| i.to_string()).collect();
-        write(p, format!("step,{}\n1,{}\n2,{}\n", h.join(","), r.join(","), r.join(",")))
-    }, &[0, 2], None);
-    one("config_dev_zero", "config.json", &|p| sym("/dev/zero", p), &[2], Some("character device"));
-    one("config_fifo", "config.json", &|p| bounded::mkfifo(p), &[2], Some("FIFO"));
-    one("config_sparse", "config.json", &|p| std::fs::File::create(p).unwrap().set_len(64 << 20).unwrap(), &[2], Some("read cap"));
-    one("tfevents_fifo", "events.out.tfevents.1.host", &|p| bounded::mkfifo(p), &[2], Some("FIFO"));
-    one("tfevents_dev_zero", "events.out.tfevents.1.host", &|p| sym("/dev/zero", p), &[2], Some("character device"));
-    one("tfevents_sparse", "events.out.tfevents.1.host", &|p| std::fs::File::create(p).unwrap().set_len(64 << 20).unwrap(), &[0, 2], None);
-    one("safetensors_fifo", "model.safetensors", &|p| bounded::mkfifo(p), &[2], Some("FIFO"));
-    one("pt_dev_zero", "model.pt", &|p| sym("/dev/zero", p), &[2], Some("character device"));
+    one(
+        "jsonl_huge_line",
+        "metrics.jsonl",
+        &|p| {
+            let mut b = b"[".to_vec();
+            b.extend(std::iter::repeat_n(*b"0,", 8 << 20).flatten());
+            b.extend_from_slice(b"0]\n{\"step\":1,\"loss\":1}\n");
+            write(p, b)
+        },
+        &[2],
+        Some("line cap"),
+    );
+    one(
+        "jsonl_deep_line",
+        "metrics.jsonl",
+        &|p| write(p, format!("{}\n", "[".repeat(500_000))),
+        &[2],
+        None,
+    );
+    one(
+        "jsonl_binary",
+        "metrics.jsonl",
+        &|p| write(p, [0xffu8; 4096]),
+        &[0, 2],
+        None,
+    );
+    one(
+        "jsonl_nan_flood",
+        "metrics.jsonl",
+        &|p| write(p, "{\"step\":1,\"loss\":NaN}\n".repeat(100_000)),
+        &[0],
+        None,
+    );
+    one(
+        "jsonl_fifo",
+        "metrics.jsonl",
+        &|p| bounded::mkfifo(p),
+        &[2],
+        Some("FIFO"),
+    );
+    one(
+        "jsonl_dev_zero",
+        "metrics.jsonl",
+        &|p| sym("/dev/zero", p),
+        &[2],
+        Some("character device"),
+    );
+    one(
+        "trainer_state_sparse_146mb",
+        "trainer_state.json",
+        &|p| {
+            let f = std::fs::File::create(p).unwrap();
+            f.set_len(146 << 20).unwrap();
+        },
+        &[2],
+        Some("read cap"),
+    );
+    one(
+        "trainer_state_dev_zero",
+        "trainer_state.json",
+        &|p| sym("/dev/zero", p),
+        &[2],
+        Some("character device"),
+    );
+    one(
+        "trainer_state_fifo",
+        "trainer_state.json",
+        &|p| bounded::mkfifo(p),
+        &[2],
+        Some("FIFO"),
+    );
+    one(
+        "trainer_state_dir",
+        "trainer_state.json",
+        &|p| std::fs::create_dir_all(p).unwrap(),
+        &[0, 2],
+        None,
+    );
+    one(
+        "trainer_state_50k",
+        "trainer_state.json",
+        &|p| {
+            let rows: Vec<String> = (1..=50_000)
+                .map(|i| format!("{{\"step\":{i},\"loss\":{}}}", 1.0 / i as f64))
+                .collect();
+            write(
+                p,
+                format!(
+                    "{{\"global_step\":50000,\"log_history\":[{}]}}",
+                    rows.join(",")
+                ),
+            )
+        },
+        &[0],
+        None,
+    );
+    one(
+        "csv_huge_field",
+        "metrics.csv",
+        &|p| {
+            let mut b = b"step,loss\n1,".to_vec();
+            b.extend(std::iter::repeat_n(b'9', 4 << 20));
+            b.push(b'\n');
+            write(p, b)
+        },
+        &[2],
+        Some("line cap"),
+    );
+    one(
+        "csv_fifo",
+        "metrics.csv",
+        &|p| bounded::mkfifo(p),
+        &[2],
+        Some("FIFO"),
+    );
+    one(
+        "csv_5000_columns",
+        "metrics.csv",
+        &|p| {
+            let h: Vec<String> = (0..5000).map(|i| format!("c{i}")).collect();
+            let r: Vec<String> = (0..5000).map(|i| i.to_string()).collect();
+            write(
+                p,
+                format!(
+                    "step,{}\n1,{}\n2,{}\n",
+                    h.join(","),
+                    r.join(","),
+                    r.join(",")
+                ),
+            )
+        },
+        &[0, 2],
+        None,
+    );
+    one(
+        "config_dev_zero",
+        "config.json",
+        &|p| sym("/dev/zero", p),
+        &[2],
+        Some("character device"),
+    );
+    one(
+        "config_fifo",
+        "config.json",
+        &|p| bounded::mkfifo(p),
+        &[2],
+        Some("FIFO"),
+    );
+    one(
+        "config_sparse",
+        "config.json",
+        &|p| std::fs::File::create(p).unwrap().set_len(64 << 20).unwrap(),
+        &[2],
+        Some("read cap"),
+    );
+    one(
+        "tfevents_fifo",
+        "events.out.tfevents.1.host",
+        &|p| bounded::mkfifo(p),
+        &[2],
+        Some("FIFO"),
+    );
+    one(
+        "tfevents_dev_zero",
+        "events.out.tfevents.1.host",
+        &|p| sym("/dev/zero", p),
+        &[2],
+        Some("character device"),
+    );
+    one(
+        "tfevents_sparse",
+        "events.out.tfevents.1.host",
+        &|p| std::fs::File::create(p).unwrap().set_len(64 << 20).unwrap(),
+        &[0, 2],
+        None,
+    );
+    one(
+        "safetensors_fifo",
+        "model.safetensors",
+        &|p| bounded::mkfifo(p),
+        &[2],
+        Some("FIFO"),
+    );
+    one(
+        "pt_dev_zero",
+        "model.pt",
+        &|p| sym("/dev/zero", p),
+        &[2],
+        Some("character device"),
+    );
     // The cap is configurable.
     let p = d.join("capped").join("trainer_state.json");
-    write(&p, format!("{{\"log_history\":[{}]}}", "{\"step\":1,\"loss\":1},".repeat(100_000) + "{}"));
-    let mut c = case("text/read_cap_env", &[os("inspect"), p.as_os_str()], &[2], Some("MLTRIAGE_READ_CAP_MB"), d);
+    write(
+        &p,
+        format!(
+            "{{\"log_history\":[{}]}}",
+            "{\"step\":1,\"loss\":1},".repeat(100_000) + "{}"
+        ),
+    );
+    let mut c = case(
+        "text/read_cap_env",
+        &[os("inspect"), p.as_os_str()],
+        &[2],
+        Some("MLTRIAGE_READ_CAP_MB"),
+        d,
+    );
     c.cmd.env("MLTRIAGE_READ_CAP_MB", "1");
     v.push(c);
     // A run made of them: `check` completes (naming them), never hangs or balloons.
-    let mut c = case("text/check_run_of_endless_files", &[os("check"), d.join("trainer_state_dev_zero").as_os_str(), os("--device"), os("cpu")], &[0], None, d);
+    let mut c = case(
+        "text/check_run_of_endless_files",
+        &[
+            os("check"),
+            d.join("trainer_state_dev_zero").as_os_str(),
+            os("--device"),
+            os("cpu"),
+        ],
+        &[0],
+        None,
+        d,
+    );
     c.cmd.env("X", "1");
     v.push(c);
-    v.push(case("text/check_fifo_run", &[os("check"), d.join("jsonl_fifo").as_os_str(), os("--device"), os("cpu")], &[0], None, d));
+    v.push(case(
+        "text/check_fifo_run",
+        &[
+            os("check"),
+            d.join("jsonl_fifo").as_os_str(),
+            os("--device"),
+            os("cpu"),
+        ],
+        &[0],
+        None,
+        d,
+    ));
     v
 }
 
@@ -501,12 +777,55 @@ fn item07_08_10_text_readers_have_caps_and_refuse_endless_or_blocking_files() {
     bounded::mkfifo(&fifo);
     let home = d.path();
     let mut more = vec![
-        case("fifo/check", &[os("check"), fifo.as_os_str()], &[2], Some("FIFO"), home),
-        case("fifo/inspect", &[os("inspect"), fifo.as_os_str()], &[2], None, home),
-        case("fifo/walk", &[os("walk"), os("convergence"), fifo.as_os_str()], &[2], None, home),
-        case("fifo/probe", &[os("probe"), os("init_loss"), fifo.as_os_str()], &[2], Some("FIFO"), home),
-        case("fifo/baseline", &[os("check"), d.path().join("trainer_state_50k").as_os_str(), os("--baseline"), fifo.as_os_str(), os("--device"), os("cpu")], &[2], Some("FIFO"), home),
-        case("devzero/check", &[os("check"), os("/dev/zero")], &[2], Some("character device"), home),
+        case(
+            "fifo/check",
+            &[os("check"), fifo.as_os_str()],
+            &[2],
+            Some("FIFO"),
+            home,
+        ),
+        case(
+            "fifo/inspect",
+            &[os("inspect"), fifo.as_os_str()],
+            &[2],
+            None,
+            home,
+        ),
+        case(
+            "fifo/walk",
+            &[os("walk"), os("convergence"), fifo.as_os_str()],
+            &[2],
+            None,
+            home,
+        ),
+        case(
+            "fifo/probe",
+            &[os("probe"), os("init_loss"), fifo.as_os_str()],
+            &[2],
+            Some("FIFO"),
+            home,
+        ),
+        case(
+            "fifo/baseline",
+            &[
+                os("check"),
+                d.path().join("trainer_state_50k").as_os_str(),
+                os("--baseline"),
+                fifo.as_os_str(),
+                os("--device"),
+                os("cpu"),
+            ],
+            &[2],
+            Some("FIFO"),
+            home,
+        ),
+        case(
+            "devzero/check",
+            &[os("check"), os("/dev/zero")],
+            &[2],
+            Some("character device"),
+            home,
+        ),
     ];
     more.extend(cases);
     assert!(more.len() >= 25);
@@ -520,38 +839,92 @@ fn tensor_cases(d: &Path) -> Vec<Case> {
     let p = d.join("many.safetensors");
     let mut h = String::from("{");
     for i in 0..600_000 {
-        h.push_str(&format!("\"t{i}\":{{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}},"));
+        h.push_str(&format!(
+            "\"t{i}\":{{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}},"
+        ));
     }
     h.pop();
     h.push('}');
     let mut b = (h.len() as u64).to_le_bytes().to_vec();
     b.extend_from_slice(h.as_bytes());
     write(&p, b);
-    v.push(case("tensors/header_600k_tensors", &[os("inspect"), p.as_os_str()], &[2], Some("tensors in one header"), d));
+    v.push(case(
+        "tensors/header_600k_tensors",
+        &[os("inspect"), p.as_os_str()],
+        &[2],
+        Some("tensors in one header"),
+        d,
+    ));
     let mut idx = |name: &str, shard: &str, prep: &dyn Fn(&Path), needle: Option<&'static str>| {
         let dir = d.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("model.safetensors.index.json");
         write(&p, format!("{{\"weight_map\":{{\"w\":{shard:?}}}}}"));
         prep(&dir);
-        v.push(case(&format!("index/{name}"), &[os("inspect"), p.as_os_str()], &[2], needle, d));
-        let mut c = case(&format!("index/{name}/check"), &[os("check"), dir.as_os_str(), os("--device"), os("cpu")], &[0], None, d);
+        v.push(case(
+            &format!("index/{name}"),
+            &[os("inspect"), p.as_os_str()],
+            &[2],
+            needle,
+            d,
+        ));
+        let mut c = case(
+            &format!("index/{name}/check"),
+            &[os("check"), dir.as_os_str(), os("--device"), os("cpu")],
+            &[0],
+            None,
+            d,
+        );
         c.cmd.env("X", "1");
         v.push(c);
     };
-    idx("missing_shard", "model-00001-of-00002.safetensors", &|_| {}, None);
-    idx("passwd", "../../etc/passwd", &|_| {}, Some("plain file name"));
+    idx(
+        "missing_shard",
+        "model-00001-of-00002.safetensors",
+        &|_| {},
+        None,
+    );
+    idx(
+        "passwd",
+        "../../etc/passwd",
+        &|_| {},
+        Some("plain file name"),
+    );
     idx("shadow", "/etc/shadow", &|_| {}, Some("plain file name"));
     idx("dev_zero", "/dev/zero", &|_| {}, Some("plain file name"));
     idx("dot", ".", &|_| {}, None);
     idx("itself", "model.safetensors.index.json", &|_| {}, None);
-    idx("fifo_shard", "shard.safetensors", &|dir| bounded::mkfifo(&dir.join("shard.safetensors")), Some("FIFO"));
-    idx("devzero_link_shard", "shard.safetensors", &|dir| sym("/dev/zero", &dir.join("shard.safetensors")), Some("character device"));
-    idx("dir_shard", "shard.safetensors", &|dir| std::fs::create_dir_all(dir.join("shard.safetensors")).unwrap(), Some("directory"));
+    idx(
+        "fifo_shard",
+        "shard.safetensors",
+        &|dir| bounded::mkfifo(&dir.join("shard.safetensors")),
+        Some("FIFO"),
+    );
+    idx(
+        "devzero_link_shard",
+        "shard.safetensors",
+        &|dir| sym("/dev/zero", &dir.join("shard.safetensors")),
+        Some("character device"),
+    );
+    idx(
+        "dir_shard",
+        "shard.safetensors",
+        &|dir| std::fs::create_dir_all(dir.join("shard.safetensors")).unwrap(),
+        Some("directory"),
+    );
     let p = d.join("huge_index").join("model.safetensors.index.json");
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::File::create(&p).unwrap().set_len(200 << 20).unwrap();
-    v.push(case("index/sparse_200mb", &[os("inspect"), p.as_os_str()], &[2], Some("read cap"), d));
+    std::fs::File::create(&p)
+        .unwrap()
+        .set_len(200 << 20)
+        .unwrap();
+    v.push(case(
+        "index/sparse_200mb",
+        &[os("inspect"), p.as_os_str()],
+        &[2],
+        Some("read cap"),
+        d,
+    ));
     v
 }
 
@@ -567,55 +940,177 @@ fn item07_15_safetensors_headers_and_bad_sharded_indexes_are_refused() {
 fn yaml_cases(d: &Path) -> Vec<Case> {
     let mut v = Vec::new();
     let entry = "entries:\n  - {id: U1, domain: llm, title: t, symptom: s, cause: c, fix: f}\n";
-    let mut pb = |name: &str, make: &dyn Fn(&Path), codes: &'static [i32], needle: Option<&'static str>| {
-        let dir = d.join("pb").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        make(&dir);
-        v.push(case(&format!("yaml/{name}/search"), &[os("--playbook"), dir.as_os_str(), os("search"), os("loss")], codes, needle, d));
-        v.push(case(&format!("yaml/{name}/lint"), &[os("lint"), dir.as_os_str()], codes, needle, d));
-    };
-    pb("alias_bomb", &|dir| {
-        let mut y = String::from("entries: []\nx0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
-        for i in 1..12 {
-            let p = i - 1;
-            y.push_str(&format!("x{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
-        }
-        write(&dir.join("bomb.yaml"), y)
-    }, &[2], Some("alias"));
-    pb("deep_flow", &|dir| write(&dir.join("deep.yaml"), format!("entries: {}{}\n", "[".repeat(200_000), "]".repeat(200_000))), &[2], Some("nested"));
-    pb("deep_block", &|dir| {
-        let y: String = (0..1000).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
-        write(&dir.join("deep.yaml"), y)
-    }, &[2], Some("nested"));
-    pb("too_big", &|dir| write(&dir.join("big.yaml"), format!("entries: []\n#{}\n", "x".repeat(2 << 20))), &[2], Some("budget"));
-    pb("fifo_yaml", &|dir| bounded::mkfifo(&dir.join("p.yaml")), &[2], Some("FIFO"));
-    pb("dev_zero_yaml", &|dir| sym("/dev/zero", &dir.join("z.yaml")), &[2], Some("character device"));
-    pb("symlink_loops", &|dir| {
-        write(&dir.join("e.yaml"), entry);
-        for i in 0..7 {
-            sym(".", &dir.join(format!("l{i}")));
-        }
-    }, &[0], None);
-    pb("symlink_to_root", &|dir| {
-        write(&dir.join("e.yaml"), entry);
-        sym("/", &dir.join("root"));
-    }, &[0], None);
-    pb("cyclic_tree", &|dir| {
-        write(&dir.join("e.yaml"), entry);
-        write(&dir.join("t.yaml"), "tree:\n  id: loop\n  title: a cycle\n  root: a\n  nodes:\n    - {id: a, kind: choice, question: q, options: [{label: x, next: b}]}\n    - {id: b, kind: choice, question: q, options: [{label: back, next: a}, {label: end, next: l}]}\n    - {id: l, kind: leaf, entry: U1}\n");
-    }, &[2], Some("cycle"));
-    pb("steps_1e15", &|dir| write(&dir.join("p.yaml"), "probes:\n  - id: overfit_smoke\n    question: q\n    entries: [O1]\n    thresholds: {steps: 1.0e15, target_frac: 0.1, lr: 0.5}\n"), &[2], Some("steps"));
-    pb("threshold_nan", &|dir| write(&dir.join("p.yaml"), "probes:\n  - id: overfit_smoke\n    question: q\n    entries: [O1]\n    thresholds: {steps: 300, target_frac: .nan, lr: 0.5}\n"), &[2], Some("finite"));
-    pb("refers_to_builtins", &|dir| write(&dir.join("e.yaml"), "entries:\n  - {id: U2, domain: llm, title: t, symptom: s, cause: c, fix: f, see_also: [O1, L1], probes: [init_loss]}\n"), &[0], None);
-    pb("dangling_reference", &|dir| write(&dir.join("e.yaml"), "entries:\n  - {id: U3, domain: llm, title: t, symptom: s, cause: c, fix: f, see_also: [NOPE9]}\n"), &[2], Some("NOPE9"));
-    pb("many_entries_walk", &|dir| {
-        for i in 0..10_050 {
-            std::fs::File::create(dir.join(format!("f{i}.txt"))).unwrap();
-        }
-    }, &[2], Some("walk budget"));
+    let mut pb =
+        |name: &str, make: &dyn Fn(&Path), codes: &'static [i32], needle: Option<&'static str>| {
+            let dir = d.join("pb").join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            make(&dir);
+            v.push(case(
+                &format!("yaml/{name}/search"),
+                &[os("--playbook"), dir.as_os_str(), os("search"), os("loss")],
+                codes,
+                needle,
+                d,
+            ));
+            v.push(case(
+                &format!("yaml/{name}/lint"),
+                &[os("lint"), dir.as_os_str()],
+                codes,
+                needle,
+                d,
+            ));
+        };
+    pb(
+        "alias_bomb",
+        &|dir| {
+            let mut y = String::from(
+                "entries: []\nx0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+            );
+            for i in 1..12 {
+                let p = i - 1;
+                y.push_str(&format!(
+                    "x{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+                ));
+            }
+            write(&dir.join("bomb.yaml"), y)
+        },
+        &[2],
+        Some("alias"),
+    );
+    pb(
+        "deep_flow",
+        &|dir| {
+            write(
+                &dir.join("deep.yaml"),
+                format!("entries: {}{}\n", "[".repeat(200_000), "]".repeat(200_000)),
+            )
+        },
+        &[2],
+        Some("nested"),
+    );
+    pb(
+        "deep_block",
+        &|dir| {
+            let y: String = (0..1000)
+                .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+                .collect();
+            write(&dir.join("deep.yaml"), y)
+        },
+        &[2],
+        Some("nested"),
+    );
+    pb(
+        "too_big",
+        &|dir| {
+            write(
+                &dir.join("big.yaml"),
+                format!("entries: []\n#{}\n", "x".repeat(2 << 20)),
+            )
+        },
+        &[2],
+        Some("budget"),
+    );
+    pb(
+        "fifo_yaml",
+        &|dir| bounded::mkfifo(&dir.join("p.yaml")),
+        &[2],
+        Some("FIFO"),
+    );
+    pb(
+        "dev_zero_yaml",
+        &|dir| sym("/dev/zero", &dir.join("z.yaml")),
+        &[2],
+        Some("character device"),
+    );
+    pb(
+        "symlink_loops",
+        &|dir| {
+            write(&dir.join("e.yaml"), entry);
+            for i in 0..7 {
+                sym(".", &dir.join(format!("l{i}")));
+            }
+        },
+        &[0],
+        None,
+    );
+    pb(
+        "symlink_to_root",
+        &|dir| {
+            write(&dir.join("e.yaml"), entry);
+            sym("/", &dir.join("root"));
+        },
+        &[0],
+        None,
+    );
+    pb(
+        "cyclic_tree",
+        &|dir| {
+            write(&dir.join("e.yaml"), entry);
+            write(&dir.join("t.yaml"), "tree:\n  id: loop\n  title: a cycle\n  root: a\n  nodes:\n    - {id: a, kind: choice, question: q, options: [{label: x, next: b}]}\n    - {id: b, kind: choice, question: q, options: [{label: back, next: a}, {label: end, next: l}]}\n    - {id: l, kind: leaf, entry: U1}\n");
+        },
+        &[2],
+        Some("cycle"),
+    );
+    pb(
+        "steps_1e15",
+        &|dir| {
+            write(&dir.join("p.yaml"), "probes:\n  - id: overfit_smoke\n    question: q\n    entries: [O1]\n    thresholds: {steps: 1.0e15, target_frac: 0.1, lr: 0.5}\n")
+        },
+        &[2],
+        Some("steps"),
+    );
+    pb(
+        "threshold_nan",
+        &|dir| {
+            write(&dir.join("p.yaml"), "probes:\n  - id: overfit_smoke\n    question: q\n    entries: [O1]\n    thresholds: {steps: 300, target_frac: .nan, lr: 0.5}\n")
+        },
+        &[2],
+        Some("finite"),
+    );
+    pb(
+        "refers_to_builtins",
+        &|dir| {
+            write(&dir.join("e.yaml"), "entries:\n  - {id: U2, domain: llm, title: t, symptom: s, cause: c, fix: f, see_also: [O1, L1], probes: [init_loss]}\n")
+        },
+        &[0],
+        None,
+    );
+    pb(
+        "dangling_reference",
+        &|dir| {
+            write(&dir.join("e.yaml"), "entries:\n  - {id: U3, domain: llm, title: t, symptom: s, cause: c, fix: f, see_also: [NOPE9]}\n")
+        },
+        &[2],
+        Some("NOPE9"),
+    );
+    pb(
+        "many_entries_walk",
+        &|dir| {
+            for i in 0..10_050 {
+                std::fs::File::create(dir.join(format!("f{i}.txt"))).unwrap();
+            }
+        },
+        &[2],
+        Some("walk budget"),
+    );
     // walk on a cyclic tree ends (exit 2) instead of printing 10,000 steps.
     let dir = d.join("pb").join("cyclic_tree");
-    v.push(case("yaml/cyclic_tree/walk", &[os("--playbook"), dir.as_os_str(), os("walk"), os("loop"), os("--answer"), os("a=x"), os("--answer"), os("b=back")], &[2], Some("cycle"), d));
+    v.push(case(
+        "yaml/cyclic_tree/walk",
+        &[
+            os("--playbook"),
+            dir.as_os_str(),
+            os("walk"),
+            os("loop"),
+            os("--answer"),
+            os("a=x"),
+            os("--answer"),
+            os("b=back"),
+        ],
+        &[2],
+        Some("cycle"),
+        d,
+    ));
     v
 }
 
@@ -631,22 +1126,54 @@ fn item09_11_12_17_yaml_budget_walks_and_validation_agree_between_lint_and_load(
 fn item11_run_walk_does_not_follow_symlinked_folders_out_of_the_run() {
     let d = tempfile::tempdir().unwrap();
     let run = d.path().join("run");
-    write(&run.join("metrics.jsonl"), "{\"step\":1,\"loss\":2.0}\n{\"step\":2,\"loss\":1.0}\n");
+    write(
+        &run.join("metrics.jsonl"),
+        "{\"step\":1,\"loss\":2.0}\n{\"step\":2,\"loss\":1.0}\n",
+    );
     sym("/", &run.join("root"));
     for i in 0..7 {
         sym(".", &run.join(format!("l{i}")));
     }
     let mut cases = vec![
-        case("walk/symlink_to_root", &[os("check"), run.as_os_str(), os("--device"), os("cpu")], &[0], None, d.path()),
-        case("walk/inspect_run", &[os("inspect"), run.as_os_str()], &[0], None, d.path()),
-        case("walk/proc_self", &[os("check"), os("/proc/self"), os("--device"), os("cpu")], &[0, 2], None, d.path()),
+        case(
+            "walk/symlink_to_root",
+            &[os("check"), run.as_os_str(), os("--device"), os("cpu")],
+            &[0],
+            None,
+            d.path(),
+        ),
+        case(
+            "walk/inspect_run",
+            &[os("inspect"), run.as_os_str()],
+            &[0],
+            None,
+            d.path(),
+        ),
+        case(
+            "walk/proc_self",
+            &[os("check"), os("/proc/self"), os("--device"), os("cpu")],
+            &[0, 2],
+            None,
+            d.path(),
+        ),
     ];
-    let mut c = case("walk/inspect_json", &[os("inspect"), run.as_os_str(), os("--json")], &[0], None, d.path());
+    let mut c = case(
+        "walk/inspect_json",
+        &[os("inspect"), run.as_os_str(), os("--json")],
+        &[0],
+        None,
+        d.path(),
+    );
     c.cmd.env("X", "1");
     cases.push(c);
     assert_none(run_cases(cases));
     // The walk listed nothing from outside the run.
-    let out = mlt().arg("inspect").arg(&run).arg("--json").output().unwrap();
+    let out = mlt()
+        .arg("inspect")
+        .arg(&run)
+        .arg("--json")
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("/etc/") && !text.contains("root/"), "{text}");
 }
@@ -656,28 +1183,85 @@ fn item03_16_cli_errors_are_one_line_and_output_errors_do_not_panic() {
     let d = tempfile::tempdir().unwrap();
     let h = d.path();
     let cases = vec![
-        case("cli/limit_minus_one", &[os("search"), os("x"), os("--limit"), os("-1")], &[2], None, h),
-        case("cli/inspect_without_path", &[os("inspect")], &[2], Some("<PATH>"), h),
-        case("cli/check_empty", &[os("check"), os("")], &[2], Some("empty path"), h),
-        case("cli/inspect_empty", &[os("inspect"), os("")], &[2], Some("empty path"), h),
-        case("cli/check_missing", &[os("check"), os("/nonexistent/run")], &[2], None, h),
-        case("cli/unknown_flag", &[os("check"), os("--frobnicate")], &[2], None, h),
-        case("cli/completions_full", &[os("completions"), os("bash")], &[2], Some("standard output"), h),
-        case("cli/list_full", &[os("list")], &[2], Some("standard output"), h),
+        case(
+            "cli/limit_minus_one",
+            &[os("search"), os("x"), os("--limit"), os("-1")],
+            &[2],
+            None,
+            h,
+        ),
+        case(
+            "cli/inspect_without_path",
+            &[os("inspect")],
+            &[2],
+            Some("<PATH>"),
+            h,
+        ),
+        case(
+            "cli/check_empty",
+            &[os("check"), os("")],
+            &[2],
+            Some("empty path"),
+            h,
+        ),
+        case(
+            "cli/inspect_empty",
+            &[os("inspect"), os("")],
+            &[2],
+            Some("empty path"),
+            h,
+        ),
+        case(
+            "cli/check_missing",
+            &[os("check"), os("/nonexistent/run")],
+            &[2],
+            None,
+            h,
+        ),
+        case(
+            "cli/unknown_flag",
+            &[os("check"), os("--frobnicate")],
+            &[2],
+            None,
+            h,
+        ),
+        case(
+            "cli/completions_full",
+            &[os("completions"), os("bash")],
+            &[2],
+            Some("standard output"),
+            h,
+        ),
+        case(
+            "cli/list_full",
+            &[os("list")],
+            &[2],
+            Some("standard output"),
+            h,
+        ),
     ];
     // bounded::run pipes stdout; give the /dev/full cases their own runner.
-    let (full, rest): (Vec<Case>, Vec<Case>) = cases.into_iter().partition(|c| c.name.ends_with("_full"));
+    let (full, rest): (Vec<Case>, Vec<Case>) =
+        cases.into_iter().partition(|c| c.name.ends_with("_full"));
     let mut bad = run_cases(rest);
     for mut c in full {
         let out = c
             .cmd
             .stdin(std::process::Stdio::null())
-            .stdout(std::fs::File::options().write(true).open("/dev/full").unwrap())
+            .stdout(
+                std::fs::File::options()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
             .stderr(std::process::Stdio::piped())
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        if out.status.code() != Some(2) || err.contains("panicked") || err.trim_end().lines().count() != 1 {
+        if out.status.code() != Some(2)
+            || err.contains("panicked")
+            || err.trim_end().lines().count() != 1
+        {
             bad.push(format!("{}: {:?} {err}", c.name, out.status));
         }
     }
@@ -693,7 +1277,10 @@ fn item03_16_cli_errors_are_one_line_and_output_errors_do_not_panic() {
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         if err.contains("panicked") || !out.status.success() {
-            bad.push(format!("completions {shell} | closed: {:?} {err}", out.status));
+            bad.push(format!(
+                "completions {shell} | closed: {:?} {err}",
+                out.status
+            ));
         }
     }
     assert_none(bad);
@@ -704,15 +1291,35 @@ fn item14_non_utf8_file_names_serialise_lossily_in_json() {
     use std::os::unix::ffi::OsStrExt;
     let d = tempfile::tempdir().unwrap();
     let run = d.path().join("run");
-    write(&run.join("metrics.jsonl"), "{\"step\":1,\"loss\":2.0}\n{\"step\":2,\"loss\":1.0}\n");
-    write(&run.join(std::ffi::OsStr::from_bytes(b"b\xffad.safetensors")), b"\x01\x02");
-    write(&run.join(std::ffi::OsStr::from_bytes(b"train\xfe.jsonl")), "{\"step\":1,\"loss\":2.0}\n");
-    for args in [vec!["check", "--json", "--all", "--device", "cpu"], vec!["inspect", "--json"]] {
-        let out = mlt().args(&args[..1]).arg(&run).args(&args[1..]).output().unwrap();
+    write(
+        &run.join("metrics.jsonl"),
+        "{\"step\":1,\"loss\":2.0}\n{\"step\":2,\"loss\":1.0}\n",
+    );
+    write(
+        &run.join(std::ffi::OsStr::from_bytes(b"b\xffad.safetensors")),
+        b"\x01\x02",
+    );
+    write(
+        &run.join(std::ffi::OsStr::from_bytes(b"train\xfe.jsonl")),
+        "{\"step\":1,\"loss\":2.0}\n",
+    );
+    for args in [
+        vec!["check", "--json", "--all", "--device", "cpu"],
+        vec!["inspect", "--json"],
+    ] {
+        let out = mlt()
+            .args(&args[..1])
+            .arg(&run)
+            .args(&args[1..])
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert!(v.to_string().contains('\u{fffd}'), "{args:?}: the odd name is shown lossily: {v}");
+        assert!(
+            v.to_string().contains('\u{fffd}'),
+            "{args:?}: the odd name is shown lossily: {v}"
+        );
     }
 }
 
@@ -748,7 +1355,10 @@ fn item16_permission_denied_on_the_run_is_exit_2_with_one_line() {
             }
         };
         let err = String::from_utf8_lossy(&out.stderr);
-        if err.contains("os error 13") || err.contains("Permission denied") || out.status.code() == Some(2) {
+        if err.contains("os error 13")
+            || err.contains("Permission denied")
+            || out.status.code() == Some(2)
+        {
             assert_eq!(out.status.code(), Some(2), "{sub}: {err}");
             assert_eq!(err.trim_end().lines().count(), 1, "{sub}: {err}");
             assert!(err.contains("trainer_state.json"), "{sub}: {err}");
@@ -772,5 +1382,8 @@ fn hostile_corpus_has_at_least_100_cases() {
         + text_cases(&p.join("t")).len()
         + tensor_cases(&p.join("s")).len()
         + yaml_cases(&p.join("y")).len();
-    assert!(committed + generated >= 100, "{committed} committed + {generated} generated");
+    assert!(
+        committed + generated >= 100,
+        "{committed} committed + {generated} generated"
+    );
 }

@@ -166,22 +166,57 @@ fn an_abort_in_the_tui_restores_the_terminal_and_prints_the_cause() {
         socket: format!("mltriage-abort-{}", std::process::id()),
     };
     let out = tmux.cmd(&[
-        "new-session", "-d", "-s", "e2e", "-x", "80", "-y", "24", "sh", "-c", &script,
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "sh",
+        "-c",
+        &script,
     ]);
     assert!(out.status.success());
-    tmux.wait_for("the home screen", |s| s.contains("mltriage") && s.contains("Trees"));
-    let on = String::from_utf8_lossy(&tmux.cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"]).stdout).trim().to_string();
+    tmux.wait_for("the home screen", |s| {
+        s.contains("mltriage") && s.contains("Trees")
+    });
+    let on = String::from_utf8_lossy(
+        &tmux
+            .cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"])
+            .stdout,
+    )
+    .trim()
+    .to_string();
     assert_eq!(on, "1", "the UI runs on the alternate screen");
     // The shell's child is our mltriage: abort it as a stack overflow or OOM would.
-    let shell = String::from_utf8_lossy(&tmux.cmd(&["display", "-p", "-t", "e2e", "#{pane_pid}"]).stdout).trim().to_string();
-    let kids = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
-    let pid: i32 = kids.split_whitespace().next().and_then(|p| p.parse().ok()).expect("mltriage pid");
+    let shell = String::from_utf8_lossy(
+        &tmux
+            .cmd(&["display", "-p", "-t", "e2e", "#{pane_pid}"])
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    let kids =
+        std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
+    let pid: i32 = kids
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("mltriage pid");
     // SAFETY: signalling the process this test started.
     unsafe { libc::kill(pid, libc::SIGABRT) };
     let exit = wait_file(&exit_file);
     assert!(exit.contains("EXIT=134"), "{exit}");
     let s = tmux.wait_for("the abort note", |s| s.contains("mltriage: aborted"));
-    let on = String::from_utf8_lossy(&tmux.cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"]).stdout).trim().to_string();
+    let on = String::from_utf8_lossy(
+        &tmux
+            .cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"])
+            .stdout,
+    )
+    .trim()
+    .to_string();
     assert_eq!(on, "0", "left the alternate screen:\n{s}");
     assert!(!s.contains("Trees"), "the UI is gone from the screen:\n{s}");
 }

@@ -565,7 +565,10 @@ fn live_runner_computes_on_the_requested_device() {
 fn a_huge_paste_searches_once_and_the_query_is_capped() {
     // Bracketed paste: one event for 100 kB of text (a traceback with newlines).
     let mut a = app();
-    a.on_event(Event::Key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::NONE)));
+    a.on_event(Event::Key(KeyEvent::new(
+        KeyCode::Char('/'),
+        KeyModifiers::NONE,
+    )));
     assert_eq!(a.screen, Screen::Search);
     let before = a.search.runs;
     let text = "CUDA error: device-side assert triggered\n".repeat(2500);
@@ -579,7 +582,10 @@ fn a_huge_paste_searches_once_and_the_query_is_capped() {
     // Without bracketed paste the same text arrives as 100k keys, drained as one batch: one
     // search, not one per key; a key that acts on the results (Enter) sees them fresh.
     let mut a = app();
-    a.on_event(Event::Key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::NONE)));
+    a.on_event(Event::Key(KeyEvent::new(
+        KeyCode::Char('/'),
+        KeyModifiers::NONE,
+    )));
     let before = a.search.runs;
     let mut batch: Vec<Event> = "mAP zero "
         .repeat(11_000)
@@ -588,7 +594,11 @@ fn a_huge_paste_searches_once_and_the_query_is_capped() {
         .collect();
     batch.push(Event::Key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE)));
     a.on_events(batch);
-    assert!(a.search.runs - before <= 2, "{} searches", a.search.runs - before);
+    assert!(
+        a.search.runs - before <= 2,
+        "{} searches",
+        a.search.runs - before
+    );
     assert!(!a.search.results.is_empty());
     // A paste on the home screen opens the search with it.
     let mut a = app();

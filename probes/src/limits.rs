@@ -164,7 +164,9 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = open_regular(&p).unwrap_err().to_string();
         assert!(e.contains("FIFO") && e.contains("fifo"), "{e}");
-        let e = read_text_file(Path::new("/dev/zero")).unwrap_err().to_string();
+        let e = read_text_file(Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("character device"), "{e}");
         let e = open_regular(d.path()).unwrap_err().to_string();
         assert!(e.contains("directory"), "{e}");

@@ -1615,9 +1615,14 @@ fn overfit_smoke_survives_huge_class_ids() {
     let n = 8;
     let x: Vec<f32> = (0..n * 4).map(|_| rng.normal() as f32).collect();
     for big in [1i64 << 40, i64::MAX] {
-        let y: Vec<i64> = (0..n as i64).map(|i| if i % 2 == 0 { big } else { i % 3 }).collect();
+        let y: Vec<i64> = (0..n as i64)
+            .map(|i| if i % 2 == 0 { big } else { i % 3 })
+            .collect();
         let d = run_with(
-            &[t_f32("pixel_values", &[n, 4], x.clone()), t_i64("labels", &[n], y)],
+            &[
+                t_f32("pixel_values", &[n, 4], x.clone()),
+                t_i64("labels", &[n], y),
+            ],
             None,
         );
         let v = one("overfit_smoke", d.path(), &[]);
@@ -1637,7 +1642,10 @@ fn truncating_a_checkpoint_while_it_is_read_is_an_error_not_sigbus() {
     let d = tempfile::tempdir().unwrap();
     let n = 64 << 10;
     let p = d.path().join("model.safetensors");
-    let h = format!("{{\"w\":{{\"dtype\":\"F32\",\"shape\":[{n}],\"data_offsets\":[0,{}]}}}}", n * 4);
+    let h = format!(
+        "{{\"w\":{{\"dtype\":\"F32\",\"shape\":[{n}],\"data_offsets\":[0,{}]}}}}",
+        n * 4
+    );
     let mut h = h.into_bytes();
     while h.len() % 8 != 0 {
         h.push(b' ');
@@ -1654,7 +1662,10 @@ fn truncating_a_checkpoint_while_it_is_read_is_an_error_not_sigbus() {
         .set_len(64)
         .unwrap();
     let e = tf.to_f64_vec("w", n).unwrap_err().to_string();
-    assert!(e.contains("shrank") && e.contains("model.safetensors"), "{e}");
+    assert!(
+        e.contains("shrank") && e.contains("model.safetensors"),
+        "{e}"
+    );
     let e = tf.compare("w", &tf, "w").unwrap_err().to_string();
     assert!(e.contains("shrank"), "{e}");
 }

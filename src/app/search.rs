@@ -73,8 +73,7 @@ impl App {
     pub(super) fn search_paste(&mut self, text: &str) {
         let have = self.search.query.chars().count();
         let room = MAX_QUERY_CHARS.saturating_sub(have);
-        let mut n = 0;
-        for c in text.chars() {
+        for (n, c) in text.chars().enumerate() {
             if n == room {
                 self.set_status(
                     format!("search query cut at {MAX_QUERY_CHARS} characters"),
@@ -82,10 +81,7 @@ impl App {
                 );
                 break;
             }
-            self.search
-                .query
-                .push(if c.is_control() { ' ' } else { c });
-            n += 1;
+            self.search.query.push(if c.is_control() { ' ' } else { c });
         }
         self.refresh_search_soon();
     }

@@ -192,11 +192,9 @@ pub fn from_dir(dir: &Path) -> Result<RawPlaybook, LoadError> {
                 format!("{len} bytes is over the {} KiB YAML size budget", max >> 10),
             ));
         }
-        let bytes = mltriage_probes::limits::read_capped_io(
-            &f,
-            super::yaml_budget::MAX_YAML_BYTES as u64,
-        )
-        .map_err(|e| LoadError::new(&f, 0, e.to_string()))?;
+        let bytes =
+            mltriage_probes::limits::read_capped_io(&f, super::yaml_budget::MAX_YAML_BYTES as u64)
+                .map_err(|e| LoadError::new(&f, 0, e.to_string()))?;
         let text = String::from_utf8(bytes)
             .map_err(|e| LoadError::new(&f, 0, format!("not UTF-8 text ({e})")))?;
         parse_file(&f, &text, &mut raw)?;
@@ -222,7 +220,9 @@ fn collect_yaml(
             return Err(LoadError::new(
                 dir,
                 0,
-                format!("more than {MAX_WALK_ENTRIES} entries under the playbook folder (walk budget)"),
+                format!(
+                    "more than {MAX_WALK_ENTRIES} entries under the playbook folder (walk budget)"
+                ),
             ));
         }
         let p = e.path();

@@ -55,7 +55,9 @@ pub fn check(text: &str) -> Result<(), Overrun> {
             if i > MAX_INDENT {
                 return Err((
                     ln,
-                    format!("nested deeper than the YAML budget ({MAX_INDENT} columns of indentation)"),
+                    format!(
+                        "nested deeper than the YAML budget ({MAX_INDENT} columns of indentation)"
+                    ),
                 ));
             }
         }
@@ -89,10 +91,7 @@ pub fn check(text: &str) -> Result<(), Overrun> {
                 }
                 Q::No => {}
             }
-            let node_start = matches!(
-                prev,
-                None | Some(b':' | b'-' | b'?' | b'[' | b'{' | b',')
-            );
+            let node_start = matches!(prev, None | Some(b':' | b'-' | b'?' | b'[' | b'{' | b','));
             let after_space = i == 0 || matches!(b[i - 1], b' ' | b'\t');
             match c {
                 b'#' if after_space => break,
@@ -111,8 +110,7 @@ pub fn check(text: &str) -> Result<(), Overrun> {
                 }
                 b']' | b'}' => depth = depth.saturating_sub(1),
                 b'*' if node_start
-                    && b
-                        .get(i + 1)
+                    && b.get(i + 1)
                         .is_some_and(|n| !n.is_ascii_whitespace() && !b",[]{}".contains(n)) =>
                 {
                     aliases += 1;
@@ -146,7 +144,11 @@ mod tests {
         for i in 1..10 {
             bomb.push_str(&format!(
                 "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n",
-                p = if i == 1 { String::new() } else { (i - 1).to_string() }
+                p = if i == 1 {
+                    String::new()
+                } else {
+                    (i - 1).to_string()
+                }
             ));
         }
         assert!(check(&bomb).unwrap_err().1.contains("alias"));

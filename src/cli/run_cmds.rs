@@ -20,8 +20,8 @@ use crate::triage::check::{check, effective_facts, run_one, spec, Report};
 pub fn open_run(path: &Path) -> anyhow::Result<Run> {
     // The run itself must be readable: a single file that cannot be opened (permission
     // denied, a FIFO, a device) or a folder that cannot be listed is exit 2, not a report.
-    let meta = std::fs::metadata(path)
-        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     if meta.is_dir() {
         std::fs::read_dir(path).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     } else {

@@ -129,7 +129,7 @@ pub fn overfit_smoke(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .map(|&i| (labels.v[i] as u64).saturating_add(1))
                 .max()
                 .unwrap_or(2);
-            let declared = nc.map(|c| c as u64).unwrap_or(0);
+            let declared = nc.unwrap_or(0);
             let dense = top.max(declared) as u128 > SMOKE_MAX_CLASSES as u128;
             let mut ids: Vec<i64> = keep.iter().map(|&i| labels.v[i]).collect();
             ids.sort_unstable();

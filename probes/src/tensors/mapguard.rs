@@ -113,8 +113,7 @@ impl GuardedMap {
         let mut slot = None;
         if len > 0 {
             for (i, s) in TABLE.iter().enumerate() {
-                if s
-                    .start
+                if s.start
                     .compare_exchange(0, start, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {

@@ -785,8 +785,7 @@ impl<'a> Vm<'a> {
             if let (true, Some(dtype)) = (
                 &**tag == "storage" && *numel >= 0 && g.0 == "torch" && key.len() <= MAX_NAME,
                 dtype,
-            )
-            {
+            ) {
                 let st = Storage {
                     dtype,
                     key: key.clone(),
@@ -1385,8 +1384,8 @@ impl Materializer<'_> {
             V::Global(g) => {
                 self.text(g.0.len() + g.1.len())?;
                 Value::Global {
-                module: g.0.clone(),
-                name: g.1.clone(),
+                    module: g.0.clone(),
+                    name: g.1.clone(),
                 }
             }
             V::Storage(s) => Value::PersistentId(Box::new(self.value(&s.pid, depth + 1)?)),
@@ -1498,7 +1497,8 @@ mod tests {
     #[test]
     fn self_wrapping_rebuild_from_type_is_a_depth_error_not_a_stack_overflow() {
         // L = [g, None, L]; g(*L) unwraps L again and again.
-        let mut p = b"\x80\x02ctorch._tensor\n_rebuild_from_type_v2\nq\x00]q\x01(h\x00Nh\x01e".to_vec();
+        let mut p =
+            b"\x80\x02ctorch._tensor\n_rebuild_from_type_v2\nq\x00]q\x01(h\x00Nh\x01e".to_vec();
         p.extend_from_slice(b"R.");
         let e = parse(&p).unwrap_err();
         assert!(e.0.contains("nested deeper"), "{e}");
@@ -1537,7 +1537,8 @@ mod tests {
         let e = parse(&refs(&inner, 1000)).unwrap_err();
         assert!(e.0.contains("items") || e.0.contains("MiB"), "{e}");
         // A tensor whose storage key is 1 MB, referenced 1000 times.
-        let mut t = b"ctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\n".to_vec();
+        let mut t =
+            b"ctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\n".to_vec();
         t.extend_from_slice(&long_str(1 << 20));
         t.extend_from_slice(b"Vcpu\nK\x04tQK\x00K\x04\x85K\x01\x85\x89tR");
         let e = parse(&refs(&t, 1000)).unwrap_err();

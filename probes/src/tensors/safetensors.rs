@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-
-
 use super::mapguard::GuardedMap;
 
 use super::dtype::DType;
@@ -149,11 +147,17 @@ fn parse_header(path: &Path, buf: &[u8]) -> Result<(Located, Meta)> {
         )));
     }
     let hend = 8 + hlen as usize;
-    if !buf[8..hend].iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{') {
-        return Err(match serde_json::from_slice::<serde_json::Value>(&buf[8..hend]) {
-            Err(e) => fmt(format!("header is not valid JSON: {e}")),
-            Ok(_) => fmt("header is not a JSON object".into()),
-        });
+    if buf[8..hend]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_none_or(|&b| b != b'{')
+    {
+        return Err(
+            match serde_json::from_slice::<serde_json::Value>(&buf[8..hend]) {
+                Err(e) => fmt(format!("header is not valid JSON: {e}")),
+                Ok(_) => fmt("header is not a JSON object".into()),
+            },
+        );
     }
     let header: Header = serde_json::from_slice(&buf[8..hend])
         .map_err(|e| fmt(format!("header is not valid JSON: {e}")))?;

@@ -75,7 +75,8 @@ fn tokenizer_size(run: &Run) -> Option<(u64, PathBuf)> {
     if a.bytes > 64 << 20 {
         return None;
     }
-    let v: serde_json::Value = serde_json::from_slice(&crate::limits::read_text_file(&a.path).ok()?).ok()?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&crate::limits::read_text_file(&a.path).ok()?).ok()?;
     let mut max: Option<u64> = None;
     if let Some(vocab) = v.get("model").and_then(|m| m.get("vocab")) {
         if let Some(o) = vocab.as_object() {
