@@ -26,8 +26,6 @@ fn is_seq_cls(cfg: Option<&ModelConfig>, b: &Batch, ids: &Ints) -> bool {
 }
 pub(super) const PAD_TOKEN: ProbeSpec = ProbeSpec {
     id: "pad_token",
-    question:
-        "Is a pad token set, distinct from real content, and are all ids inside the vocabulary?",
     entries: &["L3"],
     inputs: &[
         "batch:input_ids",

@@ -95,8 +95,6 @@ fn tokenizer_size(run: &Run) -> Option<(u64, PathBuf)> {
 }
 pub(super) const HEAD_SHAPE: ProbeSpec = ProbeSpec {
     id: "head_shape",
-    question:
-        "Does the classifier head match num_labels and the embedding match the vocabulary size?",
     entries: &["O20", "L3"],
     inputs: &["checkpoint", "fact:num_classes", "fact:vocab_size"],
     params: &[],

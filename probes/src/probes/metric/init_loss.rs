@@ -57,7 +57,6 @@ fn log_v(ctx: &ProbeCtx) -> Option<(f64, String)> {
 }
 pub(super) const INIT_LOSS: ProbeSpec = ProbeSpec {
     id: "init_loss",
-    question: "Is the loss at the first logged step within ln V ± band?",
     entries: &["S1.1", "O1"],
     inputs: &[
         "metrics:loss",
