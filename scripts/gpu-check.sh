@@ -9,12 +9,18 @@
 #      digit (the device sums in f64, the fused CPU pass in f32 lanes: ≤ 2e-4 × rms);
 #   4. times the device statistics against the host→device copy and the fused CPU pass
 #      (probes/examples/bench_device_stats).
-# Prints a markdown block for BENCHMARKS.md; exits 1 when a finding differs.
+# Prints a markdown block; --record also puts it in BENCHMARKS.md as its "## GPU" section
+# (scripts/benchmarks.sh keeps that section). Exits 1 when a finding differs.
 #
-#     scripts/gpu-check.sh [FIXTURES_DIR]      (default ../shared/fixtures)
+#     scripts/gpu-check.sh [--record] [FIXTURES_DIR]      (default ../shared/fixtures)
 #     env: CUDA_COMPUTE_CAP (default: the first GPU's, from nvidia-smi), BENCH_MIB (1024)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+RECORD=0
+if [ "${1:-}" = "--record" ]; then
+  RECORD=1
+  shift
+fi
 FIX="${1:-../shared/fixtures}"
 say() { echo "gpu-check: $*" >&2; }
 
@@ -109,13 +115,34 @@ EOF
 done
 
 dev_line="$("$BIN" doctor --device cuda | grep -E '^cuda' | head -1 | sed 's/^cuda *//')"
-echo "### GPU check ($(date -u +%Y-%m-%d), $dev_line)"
-echo
-echo "Build \`--release --features cuda\`: ${build_s} s (kernels sm_${CUDA_COMPUTE_CAP:-?})."
-echo
-echo "| fixture | check --device cuda (ms) | check --device cpu (ms) | findings |"
-echo "|---|---:|---:|---|"
-printf '%s' "$rows"
-echo
-"$T/examples/bench_device_stats" --device cuda --mib "${BENCH_MIB:-1024}"
+block="$out/gpu.md"
+{
+  echo "## GPU"
+  echo
+  echo "Measured by \`scripts/gpu-check.sh\` on $(date -u +%Y-%m-%d): $dev_line."
+  echo "Build \`--release --features cuda\`: ${build_s} s (kernels sm_${CUDA_COMPUTE_CAP:-?})."
+  echo
+  echo "| fixture | check --device cuda (ms) | check --device cpu (ms) | findings |"
+  echo "|---|---:|---:|---|"
+  printf '%s' "$rows"
+  echo
+  echo "Device statistics vs the host→device copy and the fused CPU pass:"
+  echo
+  "$T/examples/bench_device_stats" --device cuda --mib "${BENCH_MIB:-1024}"
+} >"$block"
+cat "$block"
+if [ "$RECORD" = 1 ]; then
+  python3 - BENCHMARKS.md "$block" <<'EOF'
+import re, sys
+doc, block = open(sys.argv[1]).read(), open(sys.argv[2]).read().rstrip() + "\n\n"
+m = re.search(r"^## GPU\n.*?(?=^## |\Z)", doc, re.S | re.M)
+if m:
+    doc = doc[: m.start()] + block + doc[m.end():]
+else:
+    i = doc.find("## Raw output")
+    doc = (doc[:i] + block + doc[i:]) if i >= 0 else doc.rstrip() + "\n\n" + block
+open(sys.argv[1], "w").write(doc)
+EOF
+  say "recorded in BENCHMARKS.md"
+fi
 exit $fail
