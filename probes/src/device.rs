@@ -141,13 +141,13 @@ impl BuildInfo {
         }
     }
 
-    /// `cpu-only build` or `cuda build (kernels sm_90)`, for report headers.
+    /// `cpu-only build` or `cuda build, kernels sm_90`, for report headers.
     pub fn label(&self) -> String {
         if !self.features.contains(&"cuda") {
             return "cpu-only build".into();
         }
         match self.kernels_compute_cap {
-            Some(cap) => format!("cuda build (kernels sm_{cap})"),
+            Some(cap) => format!("cuda build, kernels sm_{cap}"),
             None => "cuda build".into(),
         }
     }
@@ -323,7 +323,7 @@ mod tests {
             kernels_compute_cap: Some("90"),
             candle: CANDLE_VERSION,
         };
-        assert_eq!(b.label(), "cuda build (kernels sm_90)");
+        assert_eq!(b.label(), "cuda build, kernels sm_90");
         b.kernels_compute_cap = None;
         assert_eq!(b.label(), "cuda build");
     }

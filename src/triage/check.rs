@@ -20,7 +20,7 @@ pub struct Report {
     pub device: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_note: Option<String>,
-    /// What the binary was built with: `cpu-only build`, `cuda build (kernels sm_90)`.
+    /// What the binary was built with: `cpu-only build`, `cuda build, kernels sm_90`.
     pub build: String,
     pub artifacts: Vec<mltriage_probes::run::Artifact>,
     pub facts: Facts,
