@@ -14,6 +14,7 @@ pub mod fuzzing;
 pub mod limits;
 pub mod metrics;
 pub mod names;
+pub mod playbook;
 pub mod probe;
 pub mod probes;
 pub mod pyjson;
