@@ -1601,8 +1601,9 @@ fn overfit_smoke_survives_huge_class_ids() {
             v.outcome == "pass" || v.outcome == "cannot_overfit",
             "{big}: {v:?}"
         );
-        // Three distinct classes: the initial loss is ln 3, not ln(2^40).
-        assert!((v.values["loss_initial"] - 3f64.ln()).abs() < 1e-4, "{v:?}");
+        // Four distinct classes (0, 1, 2 and the huge id): the initial loss is ln 4, not
+        // ln(2^40).
+        assert!((v.values["loss_initial"] - 4f64.ln()).abs() < 1e-4, "{v:?}");
     }
 }
 
