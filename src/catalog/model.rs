@@ -17,11 +17,12 @@ pub enum Domain {
     Vlm,
     Convergence,
     Stability,
+    Systems,
     Folklore,
 }
 
 impl Domain {
-    pub const ALL: [Domain; 8] = [
+    pub const ALL: [Domain; 9] = [
         Domain::Stability,
         Domain::Convergence,
         Domain::Llm,
@@ -29,6 +30,7 @@ impl Domain {
         Domain::Diffusion,
         Domain::Rl,
         Domain::Vlm,
+        Domain::Systems,
         Domain::Folklore,
     ];
 
@@ -41,6 +43,7 @@ impl Domain {
             Domain::Vlm => "vlm",
             Domain::Convergence => "convergence",
             Domain::Stability => "stability",
+            Domain::Systems => "systems",
             Domain::Folklore => "folklore",
         }
     }
@@ -54,6 +57,7 @@ impl Domain {
             Domain::Vlm => "VLM / multimodal",
             Domain::Convergence => "Convergence",
             Domain::Stability => "Stability tree",
+            Domain::Systems => "Systems (memory, distributed, speed)",
             Domain::Folklore => "Folklore",
         }
     }
