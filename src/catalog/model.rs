@@ -222,3 +222,26 @@ impl ProbeDef {
         p
     }
 }
+
+/// Search vocabulary (`playbook/synonyms.yaml`, or any playbook file): groups of phrasings
+/// users treat as the same thing, and words that point at one domain.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vocabulary {
+    /// Each group: words or phrases that mean the same to a user ("exploding", "blows up").
+    #[serde(default)]
+    pub synonyms: Vec<Vec<String>>,
+    /// Domain cues: a query holding one of these words leans toward that domain.
+    #[serde(default)]
+    pub cues: BTreeMap<Domain, Vec<String>>,
+}
+
+impl Vocabulary {
+    /// Add another file's groups and cues after these.
+    pub fn extend(&mut self, other: Vocabulary) {
+        self.synonyms.extend(other.synonyms);
+        for (d, words) in other.cues {
+            self.cues.entry(d).or_default().extend(words);
+        }
+    }
+}

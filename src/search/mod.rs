@@ -1,10 +1,15 @@
-//! Symptom search: a tantivy index in RAM over every text field of the catalog (boosted id,
-//! title and keywords above symptom, above cause and fix), typo tolerance, prefix matching for
+//! Symptom search: a tantivy index in RAM over every text field of the catalog (title,
+//! keywords and errors above symptom, above cause and fix), a query plan (typo correction,
+//! synonym groups, domain cues, quoted error strings: see `plan`), prefix matching for
 //! half-typed input, queries built from analysed tokens (so `mAP=0`, `lr_scheduler.step()`,
-//! `-100` and `fc.weight` never fail to parse), our own highlighted snippets, and a
-//! fuzzy-matcher quick filter over ids and titles.
+//! `-100` and `fc.weight` never fail to parse), a confidence verdict for the best hit (see
+//! `confidence`), our own highlighted snippets, and a fuzzy-matcher quick filter.
 
-use std::collections::{BTreeSet, HashMap};
+mod confidence;
+mod plan;
+mod snippet;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
@@ -18,7 +23,11 @@ use tantivy::tokenizer::{
 };
 use tantivy::{Index, IndexReader, TantivyDocument, Term};
 
-use crate::catalog::{Catalog, Domain, Entry};
+use crate::catalog::{Catalog, Domain};
+
+pub use confidence::Confidence;
+use plan::Lexicon;
+use snippet::{edit_distance_le1, snippet_sources, split_sentences, truncate_snippet};
 
 const ANALYZER: &str = "mlt";
 
@@ -77,19 +86,26 @@ struct Fields {
     fix: Field,
 }
 
-/// (field, boost) pairs used for every query token.
-fn boosts(f: &Fields) -> [(Field, f32); 8] {
+/// (field, boost) pairs used for every query token: what the user sees (title, symptom) and
+/// types (keywords, errors) above why it happens and how to fix it.
+fn boosts(f: &Fields) -> [(Field, f32); 7] {
     [
         (f.title, 4.0),
         (f.keywords, 3.0),
-        (f.errors, 3.0),
+        (f.errors, 1.0),
         (f.symptom, 2.0),
         (f.question, 1.5),
         (f.cause, 1.0),
-        (f.fix, 1.0),
-        (f.id, 6.0),
+        (f.fix, 0.8),
     ]
 }
+
+/// Weight of a synonym expansion relative to the words the user typed.
+const W_SYNONYM: f32 = 0.5;
+/// Flat lift for every entry of a domain the query names (yolo, llava, ppo …).
+const W_CUE: f32 = 5.0;
+/// Lift per word of an entry's error string quoted in order by the query.
+const W_QUOTE: f32 = 3.0;
 
 fn analyzer() -> TextAnalyzer {
     let builder = TextAnalyzer::builder(SimpleTokenizer::default())
@@ -114,6 +130,23 @@ pub struct SearchIndex {
     texts: HashMap<String, Vec<String>>,
     ids: Vec<(String, String)>,
     index: Index,
+    lexicon: Lexicon,
+    /// Domain of each entry, in catalog order.
+    domains: Vec<Domain>,
+    /// Analysed words of each entry (all fields), in catalog order, for confidence.
+    entry_words: Vec<HashSet<String>>,
+    /// The same for the fields that describe what a user sees or types (title, keywords,
+    /// error strings, symptom).
+    entry_strong: Vec<HashSet<String>>,
+    /// Inverse document frequency of each analysed word over entries.
+    idf: HashMap<String, f32>,
+}
+
+/// Hits for a query plus whether the best one is a confident match.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Ranked {
+    pub hits: Vec<Hit>,
+    pub confidence: Confidence,
 }
 
 /// Analysed tokens with byte offsets into `text`.
@@ -159,7 +192,30 @@ impl SearchIndex {
             15_000_000,
         )?;
         let mut texts = HashMap::new();
+        let mut an = analyzer();
+        let mut entry_words = Vec::with_capacity(cat.entries.len());
+        let mut entry_strong = Vec::with_capacity(cat.entries.len());
         for e in &cat.entries {
+            let mut strong = HashSet::new();
+            for t in [&e.title, &e.symptom]
+                .into_iter()
+                .chain(&e.keywords)
+                .chain(&e.errors)
+            {
+                strong.extend(tokens(&mut an, t).into_iter().map(|t| t.0));
+            }
+            entry_strong.push(strong);
+            let mut set = HashSet::new();
+            for t in [&e.title, &e.symptom, &e.cause, &e.fix]
+                .into_iter()
+                .chain(&e.keywords)
+                .chain(&e.knobs)
+                .chain(&e.errors)
+                .chain(e.question.iter())
+            {
+                set.extend(tokens(&mut an, t).into_iter().map(|t| t.0));
+            }
+            entry_words.push(set);
             let mut doc = TantivyDocument::default();
             doc.add_text(fields.id, e.id.to_ascii_lowercase());
             doc.add_text(fields.domain, e.domain.as_str());
@@ -190,6 +246,17 @@ impl SearchIndex {
             .iter()
             .map(|e| (e.id.clone(), e.title.clone()))
             .collect();
+        let n = entry_words.len() as f32;
+        let mut df: HashMap<String, u32> = HashMap::new();
+        for set in &entry_words {
+            for w in set {
+                *df.entry(w.clone()).or_default() += 1;
+            }
+        }
+        let idf = df
+            .into_iter()
+            .map(|(w, d)| (w, (1.0 + (n - d as f32 + 0.5) / (d as f32 + 0.5)).ln()))
+            .collect();
         Ok(SearchIndex {
             reader,
             fields,
@@ -197,6 +264,11 @@ impl SearchIndex {
             texts,
             ids,
             index,
+            lexicon: Lexicon::build(cat),
+            domains: cat.entries.iter().map(|e| e.domain).collect(),
+            entry_words,
+            entry_strong,
+            idf,
         })
     }
 
@@ -207,16 +279,75 @@ impl SearchIndex {
         limit: usize,
         domain: Option<Domain>,
     ) -> Result<Vec<Hit>, SearchError> {
+        Ok(self.run(query, limit, domain)?.0)
+    }
+
+    /// Ranked hits plus a verdict on whether the best one is a confident match (or whether
+    /// nothing in the catalog fits the query).
+    pub fn search_ranked(
+        &self,
+        query: &str,
+        limit: usize,
+        domain: Option<Domain>,
+    ) -> Result<Ranked, SearchError> {
+        let (hits, q, plan) = self.run(query, limit, domain)?;
+        let confidence = match hits.first() {
+            None => Confidence::none(),
+            Some(top) => {
+                let i = self
+                    .ids
+                    .iter()
+                    .position(|(id, _)| id == &top.id)
+                    .unwrap_or(0);
+                let concept = self.lexicon.names_concept(&plan, i)
+                    || self.domains.get(i).is_some_and(|d| self.lexicon.cued(&plan, *d));
+                confidence::judge(
+                    &q,
+                    i,
+                    concept,
+                    &self.entry_words[i],
+                    &self.entry_strong[i],
+                    &self.idf,
+                )
+            }
+        };
+        Ok(Ranked { hits, confidence })
+    }
+
+    fn run(
+        &self,
+        query: &str,
+        limit: usize,
+        domain: Option<Domain>,
+    ) -> Result<(Vec<Hit>, confidence::Query, plan::Plan), SearchError> {
         let limit = limit.clamp(1, 1000);
         // Bound the work on pathological input (a pasted 10 kB log): the first 64 tokens carry it.
         let query: String = query.chars().take(2000).collect();
         let mut an = self.analyzer.clone();
-        let mut toks: Vec<String> = tokens(&mut an, &query).into_iter().map(|t| t.0).collect();
-        let half_typed = !query.ends_with(char::is_whitespace) && !toks.is_empty();
-        let last = toks.last().cloned();
+        let half_typed = !query.ends_with(char::is_whitespace)
+            && query.chars().last().is_some_and(char::is_alphanumeric);
+        let plan = self.lexicon.plan(&query, false);
+        let mut toks: Vec<String> = tokens(&mut an, &plan.corrected)
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
+        let last = if half_typed {
+            tokens(&mut an, &query).pop().map(|t| t.0)
+        } else {
+            None
+        };
         let mut seen = BTreeSet::new();
         toks.retain(|t| seen.insert(t.clone()));
         toks.truncate(64);
+        let mut expansions: Vec<(Vec<String>, String)> = Vec::new();
+        for (trigger, text) in &plan.expansions {
+            for (t, _, _) in tokens(&mut an, text) {
+                if !seen.contains(&t) && !expansions.iter().any(|e| e.1 == t) {
+                    expansions.push((trigger.clone(), t));
+                }
+            }
+        }
+        expansions.truncate(64);
 
         let raw_ids: Vec<String> = query
             .split(|c: char| c.is_whitespace() || c == ',')
@@ -232,37 +363,41 @@ impl SearchIndex {
             .filter(|(id, _)| raw_ids.iter().any(|r| r.eq_ignore_ascii_case(id)))
             .collect();
 
+        let q = confidence::Query {
+            tokens: toks.clone(),
+            expansions: expansions.clone(),
+            quoted: plan.quoted.clone(),
+            exact_id: !exact_ids.is_empty(),
+        };
         if toks.is_empty() && exact_ids.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), q, plan));
         }
         let f = &self.fields;
         let searcher = self.reader.searcher();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let term = |field: Field, t: &str, boost: f32| -> (Occur, Box<dyn Query>) {
+            (
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(field, t),
+                        IndexRecordOption::WithFreqs,
+                    )),
+                    boost,
+                )),
+            )
+        };
         for t in &toks {
-            // Typo tolerance only for words the catalog does not contain as typed: fuzzy
-            // expansion of a known word adds cost and noise, not recall.
-            let known = [
-                f.title, f.keywords, f.errors, f.symptom, f.question, f.cause, f.fix,
-            ]
-            .into_iter()
-            .any(|fld| {
+            // Typo tolerance for words the catalog does not contain as typed (the plan has
+            // already replaced those with a near catalog word where one exists).
+            let known = boosts(f).into_iter().any(|(fld, _)| {
                 searcher
                     .doc_freq(&Term::from_field_text(fld, t))
                     .unwrap_or(0)
                     > 0
             });
             for (field, boost) in boosts(f) {
-                if field == f.id {
-                    continue;
-                }
-                let term = Term::from_field_text(field, t);
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(
-                        Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)),
-                        boost,
-                    )),
-                ));
+                clauses.push(term(field, t, boost));
                 let n = t.chars().count();
                 if !known
                     && n >= 5
@@ -275,27 +410,62 @@ impl SearchIndex {
                     clauses.push((
                         Occur::Should,
                         Box::new(BoostQuery::new(
-                            Box::new(FuzzyTermQuery::new(term, d, true)),
+                            Box::new(FuzzyTermQuery::new(
+                                Term::from_field_text(field, t),
+                                d,
+                                true,
+                            )),
                             boost * 0.3,
                         )),
                     ));
                 }
             }
         }
-        if half_typed {
-            if let Some(l) = &last {
-                if l.chars().count() >= 2 {
-                    for field in [f.title, f.keywords] {
-                        let term = Term::from_field_text(field, l);
-                        clauses.push((
-                            Occur::Should,
-                            Box::new(BoostQuery::new(
-                                Box::new(FuzzyTermQuery::new_prefix(term, 0, true)),
-                                1.0,
-                            )),
-                        ));
-                    }
+        for (_, t) in &expansions {
+            for (field, boost) in boosts(f) {
+                if field == f.title || field == f.keywords || field == f.symptom {
+                    clauses.push(term(field, t, boost * W_SYNONYM));
                 }
+            }
+        }
+        if let Some(l) = &last {
+            if l.chars().count() >= 2 {
+                for field in [f.title, f.keywords] {
+                    let term = Term::from_field_text(field, l);
+                    clauses.push((
+                        Occur::Should,
+                        Box::new(BoostQuery::new(
+                            Box::new(FuzzyTermQuery::new_prefix(term, 0, true)),
+                            1.0,
+                        )),
+                    ));
+                }
+            }
+        }
+        for d in &plan.domains {
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(f.domain, d.as_str()),
+                        IndexRecordOption::Basic,
+                    )),
+                    W_CUE,
+                )),
+            ));
+        }
+        for (entry, run) in &plan.quoted {
+            if let Some((id, _)) = self.ids.get(*entry) {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(
+                        Box::new(TermQuery::new(
+                            Term::from_field_text(f.id, &id.to_ascii_lowercase()),
+                            IndexRecordOption::Basic,
+                        )),
+                        W_QUOTE * (*run).min(10) as f32,
+                    )),
+                ));
             }
         }
         for (id, _) in &exact_ids {
@@ -308,19 +478,21 @@ impl SearchIndex {
                 )),
             ));
         }
-        let mut q: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
+        let mut q_all: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
         if let Some(d) = domain {
             let dt = Term::from_field_text(f.domain, d.as_str());
-            q = Box::new(BooleanQuery::new(vec![
-                (Occur::Must, q),
+            q_all = Box::new(BooleanQuery::new(vec![
+                (Occur::Must, q_all),
                 (
                     Occur::Must,
                     Box::new(TermQuery::new(dt, IndexRecordOption::Basic)),
                 ),
             ]));
         }
-        let top = searcher.search(&*q, &TopDocs::with_limit(limit).order_by_score())?;
+        let top = searcher.search(&*q_all, &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
+        let mut hl: Vec<String> = toks.clone();
+        hl.extend(expansions.iter().map(|e| e.1.clone()));
         for (score, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr)?;
             let Some(idv) = doc
@@ -332,14 +504,14 @@ impl SearchIndex {
             let Some((id, _)) = self.ids.iter().find(|(i, _)| i.eq_ignore_ascii_case(&idv)) else {
                 continue;
             };
-            let snippet = self.snippet(id, &toks);
+            let snippet = self.snippet(id, &hl);
             hits.push(Hit {
                 id: id.clone(),
                 score,
                 snippet,
             });
         }
-        Ok(hits)
+        Ok((hits, q, plan))
     }
 
     /// The best sentence of an entry for these (analysed) query tokens, with matches marked.
@@ -417,101 +589,9 @@ impl SearchIndex {
     }
 }
 
-fn snippet_sources(e: &Entry) -> Vec<String> {
-    let mut v = vec![
-        e.symptom.clone(),
-        e.cause.clone(),
-        e.fix.clone(),
-        e.title.clone(),
-    ];
-    if !e.keywords.is_empty() {
-        v.push(e.keywords.join(", "));
-    }
-    if !e.errors.is_empty() {
-        v.push(e.errors.join(" | "));
-    }
-    if let Some(q) = &e.question {
-        v.push(q.clone());
-    }
-    v
-}
-
-fn split_sentences(s: &str) -> impl Iterator<Item = &str> {
-    s.split_inclusive(". ")
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-}
-
-fn edit_distance_le1(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    if a.len().abs_diff(b.len()) > 1 {
-        return false;
-    }
-    let (mut i, mut j, mut edits) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] == b[j] {
-            i += 1;
-            j += 1;
-            continue;
-        }
-        edits += 1;
-        if edits > 1 {
-            return false;
-        }
-        match a.len().cmp(&b.len()) {
-            std::cmp::Ordering::Greater => i += 1,
-            std::cmp::Ordering::Less => j += 1,
-            std::cmp::Ordering::Equal => {
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    edits + (a.len() - i) + (b.len() - j) <= 1
-}
-
-/// Keep at most `max` chars, centred on the first highlight.
-fn truncate_snippet(s: &mut Snippet, max: usize) {
-    if s.text.chars().count() <= max {
-        return;
-    }
-    let first = s.highlights.first().map(|h| h.0).unwrap_or(0);
-    let mut start = first.saturating_sub(max / 3);
-    while !s.text.is_char_boundary(start) {
-        start -= 1;
-    }
-    let mut end = (start + max).min(s.text.len());
-    while !s.text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let prefix = if start > 0 { "…" } else { "" };
-    let suffix = if end < s.text.len() { "…" } else { "" };
-    let shift = prefix.len() as isize - start as isize;
-    let text = format!("{prefix}{}{suffix}", &s.text[start..end]);
-    s.highlights = s
-        .highlights
-        .iter()
-        .filter(|(a, b)| *a >= start && *b <= end)
-        .map(|(a, b)| {
-            (
-                (*a as isize + shift) as usize,
-                (*b as isize + shift) as usize,
-            )
-        })
-        .collect();
-    s.text = text;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn edit_distance_one() {
-        assert!(edit_distance_le1("margin", "margn"));
-        assert!(edit_distance_le1("warmup", "warmap"));
-        assert!(!edit_distance_le1("warmup", "cosine"));
-    }
 
     #[test]
     fn snippet_render_marks_highlights() {
