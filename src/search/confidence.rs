@@ -121,8 +121,7 @@ pub(super) fn coverage(
         let w = idf.get(t).copied().unwrap_or(max_idf * UNKNOWN_WEIGHT);
         total += w;
         let hit = words.contains(t)
-            || q
-                .expansions
+            || q.expansions
                 .iter()
                 .any(|(trigger, e)| trigger.contains(t) && words.contains(e));
         if hit {

@@ -9,7 +9,7 @@ mod confidence;
 mod plan;
 mod snippet;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
@@ -131,13 +131,10 @@ pub struct SearchIndex {
     ids: Vec<(String, String)>,
     index: Index,
     lexicon: Lexicon,
+    /// Entry id -> its sentences with analysed words (see `sentences`).
+    sentence_cache: std::sync::Mutex<HashMap<String, std::sync::Arc<Sentences>>>,
     /// Domain of each entry, in catalog order.
     domains: Vec<Domain>,
-    /// Analysed words of each entry (all fields), in catalog order, for confidence.
-    entry_words: Vec<HashSet<String>>,
-    /// The same for the fields that describe what a user sees or types (title, keywords,
-    /// error strings, symptom).
-    entry_strong: Vec<HashSet<String>>,
     /// Inverse document frequency of each analysed word over entries.
     idf: HashMap<String, f32>,
 }
@@ -148,6 +145,9 @@ pub struct Ranked {
     pub hits: Vec<Hit>,
     pub confidence: Confidence,
 }
+
+/// Sentences of an entry with their analysed words and byte offsets.
+type Sentences = Vec<(String, Vec<(String, usize, usize)>)>;
 
 /// Analysed tokens with byte offsets into `text`.
 fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, usize, usize)> {
@@ -192,30 +192,7 @@ impl SearchIndex {
             15_000_000,
         )?;
         let mut texts = HashMap::new();
-        let mut an = analyzer();
-        let mut entry_words = Vec::with_capacity(cat.entries.len());
-        let mut entry_strong = Vec::with_capacity(cat.entries.len());
         for e in &cat.entries {
-            let mut strong = HashSet::new();
-            for t in [&e.title, &e.symptom]
-                .into_iter()
-                .chain(&e.keywords)
-                .chain(&e.errors)
-            {
-                strong.extend(tokens(&mut an, t).into_iter().map(|t| t.0));
-            }
-            entry_strong.push(strong);
-            let mut set = HashSet::new();
-            for t in [&e.title, &e.symptom, &e.cause, &e.fix]
-                .into_iter()
-                .chain(&e.keywords)
-                .chain(&e.knobs)
-                .chain(&e.errors)
-                .chain(e.question.iter())
-            {
-                set.extend(tokens(&mut an, t).into_iter().map(|t| t.0));
-            }
-            entry_words.push(set);
             let mut doc = TantivyDocument::default();
             doc.add_text(fields.id, e.id.to_ascii_lowercase());
             doc.add_text(fields.domain, e.domain.as_str());
@@ -246,9 +223,10 @@ impl SearchIndex {
             .iter()
             .map(|e| (e.id.clone(), e.title.clone()))
             .collect();
-        let n = entry_words.len() as f32;
+        let lexicon = Lexicon::build(cat);
+        let n = lexicon.entry_sets.len() as f32;
         let mut df: HashMap<String, u32> = HashMap::new();
-        for set in &entry_words {
+        for set in &lexicon.entry_sets {
             for w in set {
                 *df.entry(w.clone()).or_default() += 1;
             }
@@ -264,10 +242,9 @@ impl SearchIndex {
             texts,
             ids,
             index,
-            lexicon: Lexicon::build(cat),
+            lexicon,
+            sentence_cache: std::sync::Mutex::new(HashMap::new()),
             domains: cat.entries.iter().map(|e| e.domain).collect(),
-            entry_words,
-            entry_strong,
             idf,
         })
     }
@@ -300,13 +277,16 @@ impl SearchIndex {
                     .position(|(id, _)| id == &top.id)
                     .unwrap_or(0);
                 let concept = self.lexicon.names_concept(&plan, i)
-                    || self.domains.get(i).is_some_and(|d| self.lexicon.cued(&plan, *d));
+                    || self
+                        .domains
+                        .get(i)
+                        .is_some_and(|d| self.lexicon.cued(&plan, *d));
                 confidence::judge(
                     &q,
                     i,
                     concept,
-                    &self.entry_words[i],
-                    &self.entry_strong[i],
+                    &self.lexicon.entry_sets[i],
+                    &self.lexicon.entry_strong[i],
                     &self.idf,
                 )
             }
@@ -347,7 +327,8 @@ impl SearchIndex {
                 }
             }
         }
-        expansions.truncate(64);
+        // Bound the extra clauses: a few groups can expand to dozens of words.
+        expansions.truncate(40);
 
         let raw_ids: Vec<String> = query
             .split(|c: char| c.is_whitespace() || c == ',')
@@ -491,8 +472,7 @@ impl SearchIndex {
         }
         let top = searcher.search(&*q_all, &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
-        let mut hl: Vec<String> = toks.clone();
-        hl.extend(expansions.iter().map(|e| e.1.clone()));
+        let exp: Vec<String> = expansions.iter().map(|e| e.1.clone()).collect();
         for (score, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr)?;
             let Some(idv) = doc
@@ -504,7 +484,7 @@ impl SearchIndex {
             let Some((id, _)) = self.ids.iter().find(|(i, _)| i.eq_ignore_ascii_case(&idv)) else {
                 continue;
             };
-            let snippet = self.snippet(id, &hl);
+            let snippet = self.snippet(id, &toks, &exp);
             hits.push(Hit {
                 id: id.clone(),
                 score,
@@ -514,38 +494,60 @@ impl SearchIndex {
         Ok((hits, q, plan))
     }
 
-    /// The best sentence of an entry for these (analysed) query tokens, with matches marked.
-    fn snippet(&self, id: &str, toks: &[String]) -> Snippet {
+    /// An entry's sentences with their analysed words, computed on first use and kept (a hit
+    /// list is re-snippeted on every keystroke).
+    fn sentences(&self, id: &str) -> Option<std::sync::Arc<Sentences>> {
+        if let Some(v) = self.sentence_cache.lock().ok()?.get(id) {
+            return Some(v.clone());
+        }
+        let sources = self.texts.get(id)?;
         let mut an = self.analyzer.clone();
-        let Some(sources) = self.texts.get(id) else {
+        let mut v = Vec::new();
+        for src in sources {
+            for sentence in split_sentences(src) {
+                v.push((sentence.to_string(), tokens(&mut an, sentence)));
+            }
+        }
+        let v = std::sync::Arc::new(v);
+        if let Ok(mut c) = self.sentence_cache.lock() {
+            c.insert(id.to_string(), v.clone());
+        }
+        Some(v)
+    }
+
+    /// The best sentence of an entry for these (analysed) query tokens and synonym expansions,
+    /// with matches marked (typed words also match at one edit).
+    fn snippet(&self, id: &str, toks: &[String], exp: &[String]) -> Snippet {
+        let Some(sentences) = self.sentences(id) else {
             return Snippet {
                 text: String::new(),
                 highlights: vec![],
             };
         };
         let mut best: Option<(usize, Snippet)> = None;
-        for src in sources {
-            for sentence in split_sentences(src) {
-                let mut hl = Vec::new();
-                let mut matched = BTreeSet::new();
-                for (t, a, b) in tokens(&mut an, sentence) {
-                    if let Some(q) = toks.iter().find(|q| {
-                        **q == t || (q.len() >= 5 && t.len() >= 5 && edit_distance_le1(q, &t))
-                    }) {
-                        matched.insert(q.clone());
-                        hl.push((a, b));
-                    }
+        for (sentence, words) in sentences.iter() {
+            let mut hl = Vec::new();
+            let mut matched = BTreeSet::new();
+            for (t, a, b) in words {
+                if let Some(q) = toks.iter().chain(exp).find(|q| *q == t).or_else(|| {
+                    (t.len() >= 5).then(|| {
+                        toks.iter()
+                            .find(|q| q.len() >= 5 && edit_distance_le1(q, t))
+                    })?
+                }) {
+                    matched.insert(q.clone());
+                    hl.push((*a, *b));
                 }
-                let score = matched.len();
-                if best.as_ref().is_none_or(|(s, _)| score > *s) {
-                    best = Some((
-                        score,
-                        Snippet {
-                            text: sentence.to_string(),
-                            highlights: hl,
-                        },
-                    ));
-                }
+            }
+            let score = matched.len();
+            if best.as_ref().is_none_or(|(s, _)| score > *s) {
+                best = Some((
+                    score,
+                    Snippet {
+                        text: sentence.clone(),
+                        highlights: hl,
+                    },
+                ));
             }
         }
         let mut s = best.map(|b| b.1).unwrap_or(Snippet {

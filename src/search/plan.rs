@@ -66,7 +66,12 @@ pub(super) struct Lexicon {
     concepts: Vec<Vec<Vec<String>>>,
     /// Per entry: all its text as stemmed words ("|" between fields), and the same as a set.
     entry_seqs: Vec<Vec<String>>,
-    entry_sets: Vec<HashSet<String>>,
+    pub(super) entry_sets: Vec<HashSet<String>>,
+    /// Per entry: the words of what it shows (title, symptom, keywords, errors).
+    pub(super) entry_strong: Vec<HashSet<String>>,
+    /// Phrase -> number of entries holding it, filled as queries ask (the same synonym groups
+    /// come back keystroke after keystroke).
+    df_cache: std::sync::Mutex<HashMap<Vec<String>, usize>>,
 }
 
 /// What one query asks for, after correction and expansion.
@@ -90,14 +95,19 @@ pub(super) struct Plan {
 }
 
 /// Optimal-string-alignment distance (a transposition counts as one edit), or None above `max`.
+/// Words longer than 40 characters never match.
 fn osa_within(a: &[char], b: &[char], max: usize) -> Option<usize> {
-    if a.len().abs_diff(b.len()) > max {
+    const W: usize = 42;
+    if a.len().abs_diff(b.len()) > max || a.len() >= W - 1 || b.len() >= W - 1 {
         return None;
     }
     let (n, m) = (a.len(), b.len());
-    let mut prev2 = vec![0usize; m + 1];
-    let mut prev: Vec<usize> = (0..=m).collect();
-    let mut cur = vec![0usize; m + 1];
+    let mut prev2 = [0usize; W];
+    let mut prev = [0usize; W];
+    let mut cur = [0usize; W];
+    for (j, v) in prev.iter_mut().enumerate().take(m + 1) {
+        *v = j;
+    }
     for i in 1..=n {
         cur[0] = i;
         let mut row_min = cur[0];
@@ -113,8 +123,8 @@ fn osa_within(a: &[char], b: &[char], max: usize) -> Option<usize> {
         if row_min > max {
             return None;
         }
-        std::mem::swap(&mut prev2, &mut prev);
-        std::mem::swap(&mut prev, &mut cur);
+        prev2 = prev;
+        prev = cur;
     }
     (prev[m] <= max).then_some(prev[m])
 }
@@ -146,35 +156,56 @@ impl Lexicon {
         let mut an = plain_analyzer();
         let mut raw: HashMap<String, u32> = HashMap::new();
         let mut stems = HashSet::new();
-        let mut add_text = |text: &str, an: &mut TextAnalyzer| {
+        let mut count_raw = |text: &str| {
             for (_, w) in raw_words(text) {
                 *raw.entry(w.to_lowercase()).or_default() += 1;
             }
-            stems.extend(words(an, text));
         };
         let mut errors = Vec::new();
         let mut concepts = Vec::with_capacity(cat.entries.len());
         let mut entry_seqs = Vec::with_capacity(cat.entries.len());
+        let mut entry_strong = Vec::with_capacity(cat.entries.len());
         for (i, e) in cat.entries.iter().enumerate() {
+            // Each text is analysed once; the pieces feed the sequence, the subject phrases,
+            // the quoted-error table and the word sets.
             let mut seq = Vec::new();
-            for t in [&e.title, &e.symptom, &e.cause, &e.fix]
-                .into_iter()
-                .chain(&e.keywords)
-                .chain(&e.knobs)
-                .chain(&e.errors)
+            let mut strong = HashSet::new();
+            let mut mine: Vec<Vec<String>> = Vec::new();
+            for t in [&e.title, &e.symptom] {
+                count_raw(t);
+                let w = words(&mut an, t);
+                strong.extend(w.iter().cloned());
+                seq.extend(w);
+                seq.push("|".to_string());
+            }
+            for (k, is_error) in e
+                .keywords
+                .iter()
+                .map(|k| (k, false))
+                .chain(e.errors.iter().map(|k| (k, true)))
             {
+                count_raw(k);
+                let w = words(&mut an, k);
+                if w.is_empty() {
+                    continue;
+                }
+                strong.extend(w.iter().cloned());
+                seq.extend(w.iter().cloned());
+                seq.push("|".to_string());
+                if is_error && w.len() >= 3 {
+                    errors.push((w.clone(), i));
+                }
+                mine.push(w);
+            }
+            for t in [&e.cause, &e.fix] {
+                count_raw(t);
                 seq.extend(words(&mut an, t));
                 seq.push("|".to_string());
             }
-            entry_seqs.push(seq);
-            let mut mine: Vec<Vec<String>> = Vec::new();
-            for k in e.keywords.iter().chain(&e.errors) {
-                let w = words(&mut an, k);
-                if !w.is_empty() {
-                    mine.push(w);
-                }
-            }
             for knob in &e.knobs {
+                count_raw(knob);
+                seq.extend(words(&mut an, knob));
+                seq.push("|".to_string());
                 for ident in knob
                     .split(|c: char| !(c.is_alphanumeric() || c == '_'))
                     .filter(|t| t.contains('_') && t.len() >= 6)
@@ -182,27 +213,29 @@ impl Lexicon {
                     mine.push(words(&mut an, ident));
                 }
             }
+            if let Some(q) = &e.question {
+                count_raw(q);
+                seq.extend(words(&mut an, q));
+            }
+            stems.extend(seq.iter().filter(|w| *w != "|").cloned());
             concepts.push(mine);
-            for t in [&e.title, &e.symptom, &e.cause, &e.fix] {
-                add_text(t, &mut an);
-            }
-            for t in e.keywords.iter().chain(&e.knobs).chain(&e.errors) {
-                add_text(t, &mut an);
-            }
-            for err in &e.errors {
-                let w = words(&mut an, err);
-                if w.len() >= 3 {
-                    errors.push((w, i));
-                }
-            }
+            entry_seqs.push(seq);
+            entry_strong.push(strong);
         }
+        let mut add_text = |text: &str, an: &mut TextAnalyzer| {
+            for (_, w) in raw_words(text) {
+                *raw.entry(w.to_lowercase()).or_default() += 1;
+            }
+            let w = words(an, text);
+            stems.extend(w.iter().cloned());
+            w
+        };
         let mut phrases = Vec::new();
         let mut groups = Vec::new();
         for (g, group) in cat.vocab.synonyms.iter().enumerate() {
             let mut members = Vec::new();
             for p in group {
-                add_text(p, &mut an);
-                let w = words(&mut an, p);
+                let w = add_text(p, &mut an);
                 if !w.is_empty() {
                     phrases.push((w.clone(), g));
                     members.push(w);
@@ -213,8 +246,7 @@ impl Lexicon {
         let mut cues = Vec::new();
         for (d, list) in &cat.vocab.cues {
             for c in list {
-                add_text(c, &mut an);
-                let w = words(&mut an, c);
+                let w = add_text(c, &mut an);
                 if !w.is_empty() {
                     cues.push((w, *d));
                 }
@@ -233,7 +265,7 @@ impl Lexicon {
         }
         let entry_sets = entry_seqs
             .iter()
-            .map(|s| s.iter().cloned().collect())
+            .map(|s| s.iter().filter(|w| *w != "|").cloned().collect())
             .collect();
         Lexicon {
             raw,
@@ -246,15 +278,35 @@ impl Lexicon {
             concepts,
             entry_seqs,
             entry_sets,
+            entry_strong,
+            df_cache: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
     /// How many entries contain `phrase` word for word.
     fn phrase_df(&self, phrase: &[String]) -> usize {
+        if let Some(n) = self
+            .df_cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(phrase).copied())
+        {
+            return n;
+        }
+        let n = self.count_phrase(phrase);
+        if let Ok(mut c) = self.df_cache.lock() {
+            c.insert(phrase.to_vec(), n);
+        }
+        n
+    }
+
+    fn count_phrase(&self, phrase: &[String]) -> usize {
         self.entry_sets
             .iter()
             .zip(&self.entry_seqs)
-            .filter(|(set, seq)| phrase.iter().all(|w| set.contains(w)) && contains_run(seq, phrase))
+            .filter(|(set, seq)| {
+                phrase.iter().all(|w| set.contains(w)) && contains_run(seq, phrase)
+            })
             .count()
     }
 
@@ -293,9 +345,9 @@ impl Lexicon {
             let members = &self.groups[*g];
             self.specific(trigger)
                 && members.iter().all(|p| self.phrase_df(p) <= COMMON_DF)
-                && members.iter().any(|p| {
-                    mine.iter().any(|k| contains_run(k, p)) && self.specific(p)
-                })
+                && members
+                    .iter()
+                    .any(|p| mine.iter().any(|k| contains_run(k, p)) && self.specific(p))
         })
     }
 
@@ -305,12 +357,11 @@ impl Lexicon {
     }
 
     /// The nearest catalog word to an unknown typed word (one edit up to 7 letters, two from
-    /// 8), most frequent first; None when the word is known, shorter than 5 letters (short words
-    /// have too many neighbours), or nothing is near.
+    /// 8) with the same first letter, most frequent first; None when the word is known,
+    /// shorter than 5 letters (short words have too many neighbours), or nothing is near.
     fn correct(&self, word: &str, an: &mut TextAnalyzer) -> Option<String> {
         let n = word.chars().count();
-        if n < 5 || !word.chars().all(|c| c.is_ascii_alphabetic()) || self.raw.contains_key(word)
-        {
+        if n < 5 || !word.chars().all(|c| c.is_ascii_alphabetic()) || self.raw.contains_key(word) {
             return None;
         }
         if words(an, word).iter().all(|s| self.stems.contains(s)) {
@@ -318,18 +369,23 @@ impl Lexicon {
         }
         let max = if n >= 8 { 2 } else { 1 };
         let a: Vec<char> = word.chars().collect();
-        let mut best: Option<(usize, &str)> = None;
+        let mut best: Option<(usize, u32, &str)> = None;
         for len in n.saturating_sub(max)..=n + max {
-            for (b, _, cand) in self.by_len.get(&len).into_iter().flatten() {
+            for (b, freq, cand) in self.by_len.get(&len).into_iter().flatten() {
+                // Typos rarely touch the first letter; checking it first keeps this cheap
+                // enough to run on every keystroke.
+                if b.first() != a.first() {
+                    continue;
+                }
                 if let Some(d) = osa_within(&a, b, max) {
-                    // Lists are sorted by frequency, so the first at a distance wins ties.
-                    if best.is_none_or(|(bd, _)| d < bd) {
-                        best = Some((d, cand));
+                    // Nearest first, then the word the catalog uses most.
+                    if best.is_none_or(|(bd, bf, _)| d < bd || (d == bd && *freq > bf)) {
+                        best = Some((d, *freq, cand));
                     }
                 }
             }
         }
-        best.map(|b| b.1.to_string())
+        best.map(|b| b.2.to_string())
     }
 
     /// Plan a query: correct, expand, find cues and quoted error strings.
@@ -405,7 +461,10 @@ mod tests {
     #[test]
     fn osa_counts_a_transposition_as_one_edit() {
         assert_eq!(osa_within(&chars("bacth"), &chars("batch"), 1), Some(1));
-        assert_eq!(osa_within(&chars("traning"), &chars("training"), 1), Some(1));
+        assert_eq!(
+            osa_within(&chars("traning"), &chars("training"), 1),
+            Some(1)
+        );
         assert_eq!(osa_within(&chars("ouput"), &chars("output"), 1), Some(1));
         assert_eq!(osa_within(&chars("cosine"), &chars("warmup"), 2), None);
     }
@@ -413,10 +472,16 @@ mod tests {
     #[test]
     fn runs_are_found_in_order() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert!(contains_run(&s(&["no", "detect", "at", "all"]), &s(&["no", "detect"])));
+        assert!(contains_run(
+            &s(&["no", "detect", "at", "all"]),
+            &s(&["no", "detect"])
+        ));
         assert!(!contains_run(&s(&["detect", "no"]), &s(&["no", "detect"])));
         assert_eq!(
-            longest_common_run(&s(&["x", "address", "alreadi", "in", "use"]), &s(&["address", "alreadi", "in", "use"])),
+            longest_common_run(
+                &s(&["x", "address", "alreadi", "in", "use"]),
+                &s(&["address", "alreadi", "in", "use"])
+            ),
             4
         );
     }

@@ -90,7 +90,6 @@ pub(super) fn truncate_snippet(s: &mut Snippet, max: usize) {
     s.text = text;
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
