@@ -11,6 +11,8 @@ GIB=${BENCH_GIB:-2}
 mkdir -p "$DIR"
 OUT=BENCHMARKS.md
 say() { echo "== $*" >&2; }
+# The "## GPU" section is measured on a GPU box by scripts/gpu-check.sh --record: kept as is.
+GPU_SECTION=$(awk '/^## /{f = /^## GPU/} f' "$OUT" 2>/dev/null)
 
 say "building release examples"
 cargo build --release --example bench_ui -p mltriage >&2 || exit 1
@@ -152,6 +154,10 @@ CPU (a count per element on two cores), so the ratio moves with how much CPU thi
 the three runs below are each best-of-3 and their spread is the honest error bar. The torch
 anchor is CPU-bound too; compare its time with DESIGN.md's 25.6 s to see how fast the CPU was.
 NOTE
+  if [ -n "$GPU_SECTION" ]; then
+    echo
+    echo "$GPU_SECTION"
+  fi
   echo
   echo "## Search quality"
   echo
