@@ -29,6 +29,8 @@ pub struct SearchState {
     pub(super) pending: bool,
     /// Searches run so far (tests check the coalescing).
     pub runs: u64,
+    /// True when full-text search found hits but none is a confident match.
+    pub weak: bool,
 }
 
 /// Longest query kept, in characters; typing or pasting past it is cut (with a note).
@@ -101,6 +103,7 @@ impl App {
         let q = self.search.query.trim();
         self.search.sel = 0;
         self.search.error = None;
+        self.search.weak = false;
         if q.is_empty() {
             self.search.results.clear();
             return;
@@ -138,9 +141,11 @@ impl App {
                 })
                 .collect();
         } else {
-            match self.index.search(q, 50, self.search.domain) {
-                Ok(hits) => {
-                    self.search.results = hits
+            match self.index.search_ranked(q, 50, self.search.domain) {
+                Ok(ranked) => {
+                    self.search.weak = !ranked.hits.is_empty() && !ranked.confidence.confident;
+                    self.search.results = ranked
+                        .hits
                         .into_iter()
                         .map(|h| ResultRow {
                             id: h.id,
