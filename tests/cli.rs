@@ -159,6 +159,26 @@ fn dangling_see_also_is_a_lint_error() {
 }
 
 #[test]
+fn lint_rejects_references_to_documents_phases_and_missing_entries() {
+    let dir = format!(
+        "{}/tests/bad_playbooks/outside_refs",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = mlt().args(["lint", &dir]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for what in ["Phase-19", "docs/phase-19-training-dynamics", "see ZZ7"] {
+        assert!(err.contains(what), "{what} not reported:\n{err}");
+    }
+    // The embedded playbook refers only to what the product contains.
+    mlt()
+        .arg("lint")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("0 error(s)"));
+}
+
+#[test]
 fn lint_catches_cycle_unreachable_and_dangling_tree_nodes() {
     let base = format!("{}/tests/bad_trees", env!("CARGO_MANIFEST_DIR"));
     mlt()
