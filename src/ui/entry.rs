@@ -108,6 +108,9 @@ fn check_lines(app: &App, fs: &[Finding]) -> Vec<(usize, Line<'static>)> {
         }
         out.push((i, l));
         let mut ev: Vec<String> = Vec::new();
+        if let Some(n) = f.nodes.first() {
+            ev.push(format!("{} {n}", S::LEADS_TO));
+        }
         if !f.expected.is_empty() {
             ev.push(format!("{} {}", S::EXPECTED, f.expected));
         }
@@ -129,9 +132,6 @@ fn check_lines(app: &App, fs: &[Finding]) -> Vec<(usize, Line<'static>)> {
             if !parts.is_empty() {
                 ev.push(parts.join(" · "));
             }
-        }
-        if let Some(n) = f.nodes.first() {
-            ev.push(format!("{} {n}", S::LEADS_TO));
         }
         if !ev.is_empty() {
             out.push((i, Line::styled(format!("        {}", ev.join("  ")), t.dim())));

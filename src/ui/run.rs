@@ -220,7 +220,7 @@ pub fn series_chart(app: &App, c: &SeriesChart, area: Rect, buf: &mut Buffer) {
     let [plot, legend_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(legend_h)]).areas(inner);
     // Small charts drop the x labels to keep room for the curve.
-    let x_labels = if plot.height >= 6 {
+    let x_labels = if plot.height >= 4 {
         vec![Span::raw(step_label(x0)), Span::raw(step_label(x1))]
     } else {
         Vec::new()

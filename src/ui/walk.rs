@@ -164,13 +164,18 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     }
 
     let gauge_h = u16::from(running.is_some()) * 2;
-    // The statistic that answered the question, under the verdict, when there is room.
-    let text_h: u16 = lines
-        .iter()
-        .map(|l| (l.width() as u16).div_ceil(inner.width.max(1)).max(1))
-        .sum();
-    let chart_h = if ws.chart.is_some() && running.is_none() && !show_choices {
-        inner.height.saturating_sub(text_h + gauge_h)
+    let wrapped_h = |ls: &[Line]| -> u16 {
+        ls.iter()
+            .map(|l| (l.width() as u16).div_ceil(inner.width.max(1)).max(1))
+            .sum()
+    };
+    // With a chart to draw, the question wraps (at most 3 rows) and every other line takes
+    // one row, so the statistic that answered gets the rest (at least 5 rows).
+    let with_chart = ws.chart.is_some() && running.is_none() && !show_choices;
+    let q_h = wrapped_h(&lines[..1]).min(3);
+    let compact_h = q_h + lines.len().saturating_sub(1) as u16;
+    let chart_h = if with_chart {
+        inner.height.saturating_sub(compact_h + gauge_h)
     } else {
         0
     };
@@ -181,11 +186,20 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         Constraint::Length(gauge_h),
     ])
     .areas(inner);
-    Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
-        .render(text, buf);
     if chart_h > 0 {
+        let [q, rest] =
+            Layout::vertical([Constraint::Length(q_h), Constraint::Min(0)]).areas(text);
+        let mut lines = lines;
+        let rest_lines = lines.split_off(1);
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .render(q, buf);
+        Paragraph::new(rest_lines).render(rest, buf);
         node_chart(app, ws, chart_area, buf);
+    } else {
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .render(text, buf);
     }
     if let Some(j) = running {
         Gauge::default()
