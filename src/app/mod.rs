@@ -385,6 +385,10 @@ impl App {
     // ---------------------------------------------------------------- update
 
     fn go(&mut self, s: Screen) {
+        // The first-run hint belongs to the home screen.
+        if self.overlay == Overlay::FirstRun {
+            self.overlay = Overlay::None;
+        }
         if s == Screen::Run {
             self.request_tensors();
         }
