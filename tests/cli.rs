@@ -301,22 +301,48 @@ fn walk_from_an_entry_starts_at_its_question_with_the_route_answered() {
     assert!(!v["conclusion"]["fix"].as_str().unwrap().is_empty());
 
     // A node id (tree/node) works too, and so does naming the tree before the run.
-    let v = json_of(&["walk", "--from", "stability/q2_1", &fixture("lm_bad_init"), "--json"]);
+    let v = json_of(&[
+        "walk",
+        "--from",
+        "stability/q2_1",
+        &fixture("lm_bad_init"),
+        "--json",
+    ]);
     assert_eq!(v["from"]["start"], "q2_1");
-    let v2 = json_of(&["walk", "stability", "--from", "q2_1", &fixture("lm_bad_init"), "--json"]);
+    let v2 = json_of(&[
+        "walk",
+        "stability",
+        "--from",
+        "q2_1",
+        &fixture("lm_bad_init"),
+        "--json",
+    ]);
     assert_eq!(v2["from"]["start"], "q2_1");
     // The probe disagrees with the route here (bad init: step-0 loss is high, not pass):
     // the step says so instead of pretending the probe answered.
     let first = &v["path"][0];
     assert_eq!(first["id"], "q1_1");
     assert_eq!(first["source"], "route");
-    assert!(first["measured"].as_str().unwrap().contains("probe init_loss said high"), "{first}");
+    assert!(
+        first["measured"]
+            .as_str()
+            .unwrap()
+            .contains("probe init_loss said high"),
+        "{first}"
+    );
 }
 
 #[test]
 fn walk_from_a_leaf_entry_starts_at_the_question_above_and_text_shows_the_start() {
     let out = mlt()
-        .args(["walk", "--from", "L1", &fixture("llm_left_pad_sft"), "--fact", "phase=sft"])
+        .args([
+            "walk",
+            "--from",
+            "L1",
+            &fixture("llm_left_pad_sft"),
+            "--fact",
+            "phase=sft",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));

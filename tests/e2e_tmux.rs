@@ -172,19 +172,37 @@ fn tui_in_tmux_symptom_to_conclusion_with_probes_and_export() {
         socket: format!("mltriage-e2e-walk-{}", std::process::id()),
     };
     let out = tmux.cmd(&[
-        "new-session", "-d", "-s", "e2e", "-x", "80", "-y", "24", "sh", "-c", &script,
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "sh",
+        "-c",
+        &script,
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     tmux.cmd(&["set", "-s", "escape-time", "0"]);
 
     // Started on a run: the findings first, the worst selected.
-    tmux.wait_for("the findings", |s| s.contains("Findings") && s.contains("›✗ fail"));
+    tmux.wait_for("the findings", |s| {
+        s.contains("Findings") && s.contains("›✗ fail")
+    });
     tmux.literal("/");
     tmux.wait_for("the search box", |s| s.contains("Search ["));
     tmux.literal("initial weight statistics");
     tmux.wait_for("S5.1 in the results", |s| s.contains("S5.1"));
     tmux.keys(&["Enter"]);
-    tmux.wait_for("the S5.1 entry", |s| s.contains("mltriage › S5.1") && s.contains("walk from here"));
+    tmux.wait_for("the S5.1 entry", |s| {
+        s.contains("mltriage › S5.1") && s.contains("walk from here")
+    });
     tmux.literal("w");
     // The walk starts at the init-weights question, the step-0 loss above it answered by
     // the run, and the probe's verdict and histogram on screen.

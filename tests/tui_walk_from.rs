@@ -16,7 +16,10 @@ use tui_common::*;
 fn live(run: &str) -> mltriage::app::Headless {
     let path = fixture(run);
     let a = app_with(Some(path.clone()), Theme::default(), None);
-    headless(a, Box::new(LiveRunner::new(Arc::clone(&catalog()), Some(path))))
+    headless(
+        a,
+        Box::new(LiveRunner::new(Arc::clone(&catalog()), Some(path))),
+    )
 }
 
 fn chart(h: &mltriage::app::Headless) -> Option<NodeChart> {
@@ -30,7 +33,10 @@ fn walk_chart_series_step0_loss_with_the_ln_v_band() {
     h.settle();
     let w = h.app.walk.as_ref().unwrap();
     assert_eq!(w.walk.current, "q1_1");
-    assert!(matches!(chart(&h), Some(NodeChart::Series { metric: "loss", .. })));
+    assert!(matches!(
+        chart(&h),
+        Some(NodeChart::Series { metric: "loss", .. })
+    ));
     let s = screen_text(&h.app, 80, 24);
     assert!(s.contains("band ln V = 6.24"), "{s}");
     insta::assert_snapshot!("walk_chart_series", render(&h.app, 80, 24).backend());
@@ -60,8 +66,19 @@ fn walk_chart_batch_label_mask_fraction_per_row() {
     let mut h = live("llm_left_pad_sft");
     h.app.start_walk_from("L2");
     h.settle();
-    assert!(matches!(chart(&h), Some(NodeChart::Batch { .. })), "{:?}", chart(&h));
-    let rows = h.app.walk.as_ref().unwrap().rows.clone().expect("rows read");
+    assert!(
+        matches!(chart(&h), Some(NodeChart::Batch { .. })),
+        "{:?}",
+        chart(&h)
+    );
+    let rows = h
+        .app
+        .walk
+        .as_ref()
+        .unwrap()
+        .rows
+        .clone()
+        .expect("rows read");
     assert_eq!(rows.masked.len(), 6);
     assert!(rows.masked.iter().all(|m| (0.0..=1.0).contains(m)));
     let s = screen_text(&h.app, 80, 24);
@@ -76,7 +93,10 @@ fn route_above_is_collapsed_and_tab_expands_it() {
     h.app.start_walk_from("stability/q3_1");
     h.settle();
     let s = screen_text(&h.app, 80, 24);
-    assert!(s.contains("step(s) above, on the way to stability/q3_1"), "{s}");
+    assert!(
+        s.contains("step(s) above, on the way to stability/q3_1"),
+        "{s}"
+    );
     assert!(!s.contains("q1_2            "), "collapsed:\n{s}");
     h.key(KeyCode::Tab);
     let s = screen_text(&h.app, 100, 40);
@@ -118,7 +138,13 @@ fn first_run_hint_without_a_run_and_findings_first_with_one() {
     let a = app();
     assert_eq!(a.overlay, Overlay::FirstRun);
     let s = screen_text(&a, 80, 24);
-    for w in ["Getting started", "search a symptom", "walk from here", "mltriage RUN", "?"] {
+    for w in [
+        "Getting started",
+        "search a symptom",
+        "walk from here",
+        "mltriage RUN",
+        "?",
+    ] {
         assert!(s.contains(w), "{w}:\n{s}");
     }
     // Any key closes it and acts: `/` opens the search.
@@ -132,7 +158,10 @@ fn first_run_hint_without_a_run_and_findings_first_with_one() {
     assert_eq!(h.app.overlay, Overlay::None);
     assert_eq!(h.app.home.pane, 2);
     assert_eq!(h.app.home.finding_sel, 0);
-    assert_eq!(h.app.run.findings[0].status, mltriage_probes::probe::Status::Fail);
+    assert_eq!(
+        h.app.run.findings[0].status,
+        mltriage_probes::probe::Status::Fail
+    );
     let s = screen_text(&h.app, 80, 24);
     assert!(s.contains("walk from here"), "{s}");
     h.key(KeyCode::Char('w'));

@@ -86,10 +86,7 @@ pub struct JobInfo {
 /// The tree node a finding belongs to (`tree/node` asking its entry's question, else the
 /// first node asking its probe's), else its entry id.
 pub fn finding_node(f: &crate::findings::Finding) -> String {
-    f.nodes
-        .first()
-        .cloned()
-        .unwrap_or_else(|| f.id.clone())
+    f.nodes.first().cloned().unwrap_or_else(|| f.id.clone())
 }
 
 /// Options from the command line.
@@ -488,7 +485,11 @@ impl App {
                 1 => self.home_selected_entry().map(|e| e.id.clone()),
                 _ => finding(self.run.findings.get(self.home.finding_sel)),
             },
-            Screen::Search => self.search.results.get(self.search.sel).map(|r| r.id.clone()),
+            Screen::Search => self
+                .search
+                .results
+                .get(self.search.sel)
+                .map(|r| r.id.clone()),
             Screen::Entry(id) => match (&self.entry.checked, self.entry.pane) {
                 (Some((eid, fs)), 2) if eid == id => finding(fs.get(self.entry.finding_sel)),
                 _ => Some(id.clone()),

@@ -73,7 +73,11 @@ pub enum NodeChart {
 }
 
 /// The chart for a numeric node's probe, from its findings' evidence (and the run's steps).
-pub fn node_chart(probe: &str, findings: &[Finding], steps: Option<(f64, f64)>) -> Option<NodeChart> {
+pub fn node_chart(
+    probe: &str,
+    findings: &[Finding],
+    steps: Option<(f64, f64)>,
+) -> Option<NodeChart> {
     let series = |metric, window, declared| {
         Some(NodeChart::Series {
             metric,
@@ -172,8 +176,11 @@ impl App {
             match n.kind {
                 NodeKind::Numeric => {
                     let probe = n.probe.clone()?;
-                    let fs: Vec<Finding> =
-                        findings.iter().filter(|f| f.probe == probe).cloned().collect();
+                    let fs: Vec<Finding> = findings
+                        .iter()
+                        .filter(|f| f.probe == probe)
+                        .cloned()
+                        .collect();
                     if fs.is_empty() {
                         return None;
                     }
@@ -190,10 +197,15 @@ impl App {
         };
         match walk_from(&cat, id, answer) {
             Ok(w) => {
-                let note = w
-                    .from
-                    .as_ref()
-                    .map(|f| format!("{} {} {} {}", S::WALK_FROM_STARTED, f.id, S::LEADS_TO, f.start));
+                let note = w.from.as_ref().map(|f| {
+                    format!(
+                        "{} {} {} {}",
+                        S::WALK_FROM_STARTED,
+                        f.id,
+                        S::LEADS_TO,
+                        f.start
+                    )
+                });
                 self.walk = Some(WalkState::new(w));
                 self.go(Screen::Walk);
                 self.enter_node();
@@ -209,14 +221,20 @@ impl App {
     pub(super) fn on_walk_findings(&mut self, f: Vec<Finding>) {
         let steps = self.run.summary.as_ref().and_then(|s| {
             let xs = s.series.iter().flat_map(|x| x.points.iter().map(|p| p.0));
-            let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+            let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                (a.min(x), b.max(x))
+            });
             (lo <= hi).then_some((lo, hi))
         });
         let Some(w) = self.walk.as_mut() else { return };
         w.job = None;
         propose_from_findings(&mut w.walk, &f);
         w.override_open = false;
-        let probe = w.walk.node().and_then(|n| n.probe.clone()).unwrap_or_default();
+        let probe = w
+            .walk
+            .node()
+            .and_then(|n| n.probe.clone())
+            .unwrap_or_default();
         w.chart = node_chart(&probe, &f, steps);
         w.findings = f;
         let kind = match &w.chart {

@@ -223,7 +223,11 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
         texts.push((&p.origin, format!("probe {}", p.id), &p.question));
     }
     for t in &cat.trees {
-        texts.extend(t.description.as_deref().map(|d| (&t.origin, format!("tree {}", t.id), d)));
+        texts.extend(
+            t.description
+                .as_deref()
+                .map(|d| (&t.origin, format!("tree {}", t.id), d)),
+        );
         for n in &t.nodes {
             for f in n.question.iter().chain(n.note.iter()) {
                 texts.push((&t.origin, format!("tree {} node {}", t.id, n.id), f));

@@ -65,9 +65,7 @@ pub fn dangling(cat: &Catalog, text: &str) -> Vec<Dangling> {
             if let Some(tree) = cat.tree(t) {
                 let node = n.trim_end_matches(['.', ')']);
                 if !node.is_empty()
-                    && node
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && node.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                     && !tree.nodes.iter().any(|x| x.id == node)
                 {
                     out.push(Dangling {

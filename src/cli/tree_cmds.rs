@@ -67,7 +67,9 @@ pub fn walk(
     // `walk --from ID RUN`: one positional is the run; `walk TREE --from NODE RUN` names the
     // tree the node is in.
     let (tree, run, from) = match (tree, run, from) {
-        (Some(t), None, Some(f)) if cat.tree(t).is_none() => (None, Some(Path::new(t)), Some(f.to_string())),
+        (Some(t), None, Some(f)) if cat.tree(t).is_none() => {
+            (None, Some(Path::new(t)), Some(f.to_string()))
+        }
         (Some(t), r, Some(f)) if !f.contains('/') && cat.entry(f).is_none() => {
             (Some(t), r, Some(format!("{t}/{f}")))
         }
@@ -78,7 +80,9 @@ pub fn walk(
         (Some(t), _) => t,
         (None, Some(_)) => "",
         (None, None) => {
-            return Err(UsageError("walk: name a TREE, or --from ID (see `mltriage trees`)".into()).into())
+            return Err(
+                UsageError("walk: name a TREE, or --from ID (see `mltriage trees`)".into()).into(),
+            )
         }
     };
     if from.is_none() && cat.tree(tree).is_none() {
@@ -106,7 +110,9 @@ pub fn walk(
         answers: &answers,
     };
     let res = match from {
-        Some(id) => auto_walk_from(cat, id, &inputs).map_err(|e| UsageError(format!("walk --from {e}")))?,
+        Some(id) => {
+            auto_walk_from(cat, id, &inputs).map_err(|e| UsageError(format!("walk --from {e}")))?
+        }
         None => auto_walk(cat, tree, &inputs)?,
     };
     let tree = res.tree.as_str();

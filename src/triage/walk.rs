@@ -14,7 +14,9 @@ use mltriage_probes::run::Run;
 use super::check::run_one;
 use crate::catalog::{Catalog, NodeDef, NodeKind};
 use crate::findings::Finding;
-use crate::trees::{branch_for, question, route, Conclusion, Source, Step, Walk, WalkError, WalkFrom};
+use crate::trees::{
+    branch_for, question, route, Conclusion, Source, Step, Walk, WalkError, WalkFrom,
+};
 
 /// Why a walk stopped before a leaf.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -94,7 +96,8 @@ pub fn walk_from(
     let tree = cat
         .tree(&start.tree)
         .ok_or_else(|| WalkError::NoTree(start.tree.clone()))?;
-    let steps = route::route(tree, &start.node).ok_or_else(|| WalkError::NotInTrees(id.to_string()))?;
+    let steps =
+        route::route(tree, &start.node).ok_or_else(|| WalkError::NotInTrees(id.to_string()))?;
     let probe_walk = Walk::new(tree);
     let mut above = Vec::new();
     for (i, (node_id, label)) in steps.iter().enumerate() {
@@ -128,7 +131,11 @@ pub fn walk_from(
                 answer: label.clone(),
                 measured: other
                     .map(|(l, m, src)| {
-                        let m = if m.is_empty() { String::new() } else { format!(": {m}") };
+                        let m = if m.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {m}")
+                        };
                         format!("{} said {l}{m}", src.label())
                     })
                     .unwrap_or_default(),

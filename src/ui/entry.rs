@@ -134,7 +134,10 @@ fn check_lines(app: &App, fs: &[Finding]) -> Vec<(usize, Line<'static>)> {
             }
         }
         if !ev.is_empty() {
-            out.push((i, Line::styled(format!("        {}", ev.join("  ")), t.dim())));
+            out.push((
+                i,
+                Line::styled(format!("        {}", ev.join("  ")), t.dim()),
+            ));
         }
     }
     out

@@ -47,7 +47,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             (k(Action::Check), "check this"),
             (
                 k(Action::Select),
-                if app.entry.pane == 2 { "walk finding" } else { "fix/follow" },
+                if app.entry.pane == 2 {
+                    "walk finding"
+                } else {
+                    "fix/follow"
+                },
             ),
             (k(Action::NextPane), "pane"),
             (format!("{}/{}", k(Action::Down), k(Action::Up)), "scroll"),

@@ -118,13 +118,20 @@ fn first_run(app: &App, area: Rect, buf: &mut Buffer) {
         .max()
         .unwrap_or(40)
         + 4;
-    let r = centered(area, w.min(area.width), (S::HINT_LINES.len() as u16 + 2).min(area.height));
+    let r = centered(
+        area,
+        w.min(area.width),
+        (S::HINT_LINES.len() as u16 + 2).min(area.height),
+    );
     Clear.render(r, buf);
     let lines: Vec<Line> = S::HINT_LINES
         .iter()
         .map(|l| match l.split_once("  ") {
             Some((k, rest)) if !k.is_empty() && !k.contains(' ') || k.starts_with("mltriage ") => {
-                Line::from(vec![Span::styled(k.to_string(), t.key()), Span::raw(format!("  {rest}"))])
+                Line::from(vec![
+                    Span::styled(k.to_string(), t.key()),
+                    Span::raw(format!("  {rest}")),
+                ])
             }
             _ => Line::raw(*l),
         })

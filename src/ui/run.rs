@@ -111,9 +111,18 @@ pub fn series_chart(app: &App, c: &SeriesChart, area: Rect, buf: &mut Buffer) {
     let reference: Vec<(f64, f64)> = c
         .reference
         .as_ref()
-        .map(|(_, v)| v.iter().copied().filter(|p| p.1.is_finite() && in_window(p.0)).collect())
+        .map(|(_, v)| {
+            v.iter()
+                .copied()
+                .filter(|p| p.1.is_finite() && in_window(p.0))
+                .collect()
+        })
         .unwrap_or_default();
-    let mut y0 = data.iter().chain(&reference).map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let mut y0 = data
+        .iter()
+        .chain(&reference)
+        .map(|p| p.1)
+        .fold(f64::INFINITY, f64::min);
     let mut y1 = data
         .iter()
         .chain(&reference)

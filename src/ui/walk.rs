@@ -12,9 +12,9 @@ use ratatui::widgets::{Gauge, Paragraph, Widget, Wrap};
 use super::run::{series_chart, SeriesChart};
 use super::{find_words, highlighted, pane, strings as S, weights};
 use crate::app::{App, NodeChart, WalkState};
-use crate::triage::batch_rows::BatchRows;
 use crate::catalog::NodeKind;
 use crate::trees::question;
+use crate::triage::batch_rows::BatchRows;
 
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
@@ -187,8 +187,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     ])
     .areas(inner);
     if chart_h > 0 {
-        let [q, rest] =
-            Layout::vertical([Constraint::Length(q_h), Constraint::Min(0)]).areas(text);
+        let [q, rest] = Layout::vertical([Constraint::Length(q_h), Constraint::Min(0)]).areas(text);
         let mut lines = lines;
         let rest_lines = lines.split_off(1);
         Paragraph::new(lines)
@@ -363,7 +362,10 @@ fn batch_rows(app: &App, r: &BatchRows, area: Rect, buf: &mut Buffer) {
             Span::raw(format!(" {:>4.0}% masked", m * 100.0)),
         ];
         if let Some(p) = r.padded.as_ref().and_then(|p| p.get(i)) {
-            spans.push(Span::styled(format!("  {} {:.0}%", S::ROWS_PAD, p * 100.0), t.dim()));
+            spans.push(Span::styled(
+                format!("  {} {:.0}%", S::ROWS_PAD, p * 100.0),
+                t.dim(),
+            ));
         }
         lines.push(Line::from(spans));
     }
