@@ -27,7 +27,7 @@ fn looks_like_entry_id(tok: &str) -> bool {
 }
 
 fn words(text: &str) -> Vec<&str> {
-    text.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';' | ':' | '"'))
+    text.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';' | '"'))
         .filter(|w| !w.is_empty())
         .collect()
 }
@@ -40,7 +40,7 @@ pub fn dangling(cat: &Catalog, text: &str) -> Vec<Dangling> {
     let ws = words(text);
     let mut after_see = false;
     for w in &ws {
-        let bare = w.trim_end_matches(['.', '!', '?', '\'']);
+        let bare = w.trim_end_matches(['.', '!', '?', '\'', ':']);
         let lower = bare.to_ascii_lowercase();
         // A document the product does not contain (a web address is fine: refs carry them).
         if !lower.contains("://")
