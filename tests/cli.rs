@@ -192,6 +192,26 @@ fn dangling_see_also_is_a_lint_error() {
 }
 
 #[test]
+fn lint_rejects_references_to_documents_phases_and_missing_entries() {
+    let dir = format!(
+        "{}/tests/bad_playbooks/outside_refs",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = mlt().args(["lint", &dir]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for what in ["Phase-19", "docs/phase-19-training-dynamics", "see ZZ7"] {
+        assert!(err.contains(what), "{what} not reported:\n{err}");
+    }
+    // The embedded playbook refers only to what the product contains.
+    mlt()
+        .arg("lint")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("0 error(s)"));
+}
+
+#[test]
 fn lint_catches_cycle_unreachable_and_dangling_tree_nodes() {
     let base = format!("{}/tests/bad_trees", env!("CARGO_MANIFEST_DIR"));
     mlt()
@@ -291,6 +311,95 @@ fn walk_without_the_needed_answer_stops_with_exit_2() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no such tree"));
+}
+
+#[test]
+fn walk_from_an_entry_starts_at_its_question_with_the_route_answered() {
+    // S5.1 lives under q1_1 (step-0 loss): the walk starts at the init-weights question, the
+    // loss probe answers the node above it, and the walk concludes with the init fix.
+    let v = json_of(&["walk", "--from", "S5.1", &fixture("lm_bad_init"), "--json"]);
+    assert_eq!(v["tree"], "stability");
+    assert_eq!(v["from"]["id"], "S5.1");
+    assert_eq!(v["from"]["start"], "q1_1_init");
+    assert_eq!(v["from"]["above"], 1);
+    let path = v["path"].as_array().unwrap();
+    assert_eq!(path[0]["id"], "q1_1");
+    assert_eq!(path[0]["source"], "probe init_loss");
+    assert!(path[0]["measured"].as_str().unwrap().contains("ln V"));
+    assert_eq!(path[1]["id"], "q1_1_init");
+    for p in path {
+        for k in ["id", "question", "answer", "measured", "source"] {
+            assert!(p.get(k).is_some(), "{p}");
+        }
+    }
+    assert_eq!(v["conclusion"]["id"], "S5.1");
+    assert!(!v["conclusion"]["fix"].as_str().unwrap().is_empty());
+
+    // A node id (tree/node) works too, and so does naming the tree before the run.
+    let v = json_of(&[
+        "walk",
+        "--from",
+        "stability/q2_1",
+        &fixture("lm_bad_init"),
+        "--json",
+    ]);
+    assert_eq!(v["from"]["start"], "q2_1");
+    let v2 = json_of(&[
+        "walk",
+        "stability",
+        "--from",
+        "q2_1",
+        &fixture("lm_bad_init"),
+        "--json",
+    ]);
+    assert_eq!(v2["from"]["start"], "q2_1");
+    // The probe disagrees with the route here (bad init: step-0 loss is high, not pass):
+    // the step says so instead of pretending the probe answered.
+    let first = &v["path"][0];
+    assert_eq!(first["id"], "q1_1");
+    assert_eq!(first["source"], "route");
+    assert!(
+        first["measured"]
+            .as_str()
+            .unwrap()
+            .contains("probe init_loss said high"),
+        "{first}"
+    );
+}
+
+#[test]
+fn walk_from_a_leaf_entry_starts_at_the_question_above_and_text_shows_the_start() {
+    let out = mlt()
+        .args([
+            "walk",
+            "--from",
+            "L1",
+            &fixture("llm_left_pad_sft"),
+            "--fact",
+            "phase=sft",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("from L1: starting at q_pad_side"), "{s}");
+    assert!(s.contains("Conclusion: L1"), "{s}");
+    // The choice above it cannot be answered by a probe: it is the route taken.
+    assert!(s.contains("(route)"), "{s}");
+}
+
+#[test]
+fn walk_from_an_unknown_id_is_a_one_line_usage_error() {
+    let out = mlt()
+        .args(["walk", "--from", "NOPE9", &fixture("lm_bad_init")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("NOPE9"), "{err}");
+    assert!(out.stdout.is_empty());
+    mlt().args(["walk"]).assert().code(2);
 }
 
 #[test]

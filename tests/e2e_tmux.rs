@@ -220,3 +220,76 @@ fn an_abort_in_the_tui_restores_the_terminal_and_prints_the_cause() {
     assert_eq!(on, "0", "left the alternate screen:\n{s}");
     assert!(!s.contains("Trees"), "the UI is gone from the screen:\n{s}");
 }
+
+/// The used-by path: attach a fixture run, search a symptom, open the hit, walk from there
+/// with the probes answering, reach the conclusion and export the transcript.
+#[test]
+fn tui_in_tmux_symptom_to_conclusion_with_probes_and_export() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("note: tmux is not installed; skipping the end-to-end TUI test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exit_file = dir.path().join("exit");
+    let run = format!(
+        "{}/../shared/fixtures/lm_bad_init",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bin = env!("CARGO_BIN_EXE_mltriage");
+    let script = format!(
+        "cd '{d}' && XDG_CONFIG_HOME='{d}' '{bin}' '{run}'; echo EXIT=$? > '{ex}'",
+        d = dir.path().display(),
+        ex = exit_file.display()
+    );
+    let tmux = Tmux {
+        socket: format!("mltriage-e2e-walk-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.cmd(&["set", "-s", "escape-time", "0"]);
+
+    // Started on a run: the findings first, the worst selected.
+    tmux.wait_for("the findings", |s| {
+        s.contains("Findings") && s.contains("›✗ fail")
+    });
+    tmux.literal("/");
+    tmux.wait_for("the search box", |s| s.contains("Search ["));
+    tmux.literal("initial weight statistics");
+    tmux.wait_for("S5.1 in the results", |s| s.contains("S5.1"));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the S5.1 entry", |s| {
+        s.contains("mltriage › S5.1") && s.contains("walk from here")
+    });
+    tmux.literal("w");
+    // The walk starts at the init-weights question, the step-0 loss above it answered by
+    // the run, and the probe's verdict and histogram on screen.
+    let s = tmux.wait_for("the probe's verdict", |s| {
+        s.contains("q1_1_init") && s.contains("proposed branch: too_large")
+    });
+    assert!(s.contains("1 answered by the run"), "{s}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the conclusion", |s| s.contains("Conclusion: S5.1"));
+    tmux.literal("e");
+    let md = wait_file(&dir.path().join("mltriage-walk-stability.md"));
+    assert!(md.contains("S5.1"), "{md}");
+    assert!(md.contains("init_weight_stats"), "{md}");
+    assert!(md.contains("q1_1"), "{md}");
+    tmux.literal("q");
+    assert_eq!(wait_file(&exit_file).trim(), "EXIT=0");
+}

@@ -31,11 +31,12 @@ pub enum Action {
     ExportJson,
     ToggleFuzzy,
     CycleDomain,
+    WalkFrom,
 }
 
 impl Action {
     /// Every action with its config-file name and a one-line description (help overlay).
-    pub const ALL: [(Action, &'static str); 22] = [
+    pub const ALL: [(Action, &'static str); 23] = [
         (Action::Quit, "quit"),
         (Action::Back, "back"),
         (Action::Up, "up"),
@@ -58,6 +59,7 @@ impl Action {
         (Action::ExportJson, "export_json"),
         (Action::ToggleFuzzy, "toggle_fuzzy"),
         (Action::CycleDomain, "domain"),
+        (Action::WalkFrom, "walk_from"),
     ];
 
     pub fn name(self) -> &'static str {
@@ -192,7 +194,7 @@ pub struct Keymap {
 impl Default for Keymap {
     fn default() -> Self {
         use KeyCode::*;
-        let pairs: [(Key, Action); 30] = [
+        let pairs: [(Key, Action); 31] = [
             (Key::ch('q'), Action::Quit),
             (Key::plain(Esc), Action::Back),
             (Key::ch('k'), Action::Up),
@@ -223,6 +225,7 @@ impl Default for Keymap {
             (Key::ch('e'), Action::ExportMd),
             (Key::ch('E'), Action::ExportJson),
             (Key::ch('d'), Action::CycleDomain),
+            (Key::ch('w'), Action::WalkFrom),
         ];
         Keymap {
             map: pairs.into_iter().collect(),

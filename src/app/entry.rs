@@ -11,9 +11,10 @@ pub struct EntryState {
     pub scroll: u16,
     /// Start the view at the Fix section (Enter).
     pub at_fix: bool,
-    /// 0 text, 1 see-also links.
+    /// 0 text, 1 see-also links, 2 "check this" findings.
     pub pane: usize,
     pub link_sel: usize,
+    pub finding_sel: usize,
     /// "check this" results for an entry: (entry id, findings).
     pub checked: Option<(String, Vec<Finding>)>,
 }
@@ -42,19 +43,45 @@ impl App {
         self.entry.at_fix = false;
         self.entry.pane = 0;
         self.entry.link_sel = 0;
+        self.entry.finding_sel = 0;
         self.go(Screen::Entry(id));
     }
 
     pub(super) fn update_entry(&mut self, id: &str, a: Action) {
         let links = self.see_also(id);
+        let findings: Vec<_> = match &self.entry.checked {
+            Some((e, f)) if e == id => f.clone(),
+            _ => Vec::new(),
+        };
         match a {
             Action::Back => self.back(),
             Action::NextPane => {
-                self.entry.pane = if self.entry.pane == 0 && !links.is_empty() {
-                    1
-                } else {
-                    0
+                // text → links → findings (those present) → text
+                let has = |p: usize| match p {
+                    1 => !links.is_empty(),
+                    2 => !findings.is_empty(),
+                    _ => true,
                 };
+                let mut p = (self.entry.pane + 1) % 3;
+                while !has(p) {
+                    p = (p + 1) % 3;
+                }
+                self.entry.pane = p;
+            }
+            Action::Select if self.entry.pane == 2 => {
+                if let Some(f) = findings.get(self.entry.finding_sel) {
+                    self.start_walk_from(&super::finding_node(f));
+                }
+            }
+            Action::Up
+            | Action::Down
+            | Action::Top
+            | Action::Bottom
+            | Action::PageUp
+            | Action::PageDown
+                if self.entry.pane == 2 =>
+            {
+                Self::move_sel(&mut self.entry.finding_sel, findings.len(), a)
             }
             Action::Select => {
                 if self.entry.pane == 1 {

@@ -63,13 +63,19 @@ pub fn to_json(cat: &Catalog, walk: &Walk, run: Option<&str>) -> serde_json::Val
     let conclusion = conclusion(cat, walk)
         .map(|(id, title, fix, note)| json!({"id": id, "title": title, "fix": fix, "note": note}));
     json!({"tree": walk.tree.id, "run": run, "path": path, "at": walk.current,
-           "conclusion": conclusion})
+           "conclusion": conclusion, "from": walk.from})
 }
 
 pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
     let mut s = format!("## mltriage walk: {}\n\n", walk.tree.title);
     if let Some(r) = run {
         s.push_str(&format!("Run: `{r}`\n\n"));
+    }
+    if let Some(f) = &walk.from {
+        s.push_str(&format!(
+            "Walked from `{}`: started at `{}`, the {} step(s) above it filled in on the way down.\n\n",
+            f.id, f.start, f.above
+        ));
     }
     s.push_str("| # | node | question | answer | measured | source |\n|---|---|---|---|---|---|\n");
     let cell = |x: &str| x.replace('|', "\\|").replace('\n', " ");
@@ -85,7 +91,7 @@ pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
             } else {
                 cell(&st.measured)
             },
-            st.source.as_str()
+            cell(&st.source.label())
         ));
     }
     match conclusion(cat, walk) {

@@ -30,7 +30,6 @@ use crate::look::strings as S;
 use crate::look::theme::Theme;
 use crate::search::SearchIndex;
 use crate::triage::jobs::{JobId, JobKind, JobOutput, JobRequest};
-use crate::triage::walk::propose_from_findings;
 
 pub use action::{Action, Keymap};
 pub use entry::EntryState;
@@ -40,7 +39,7 @@ pub use home::{CatRow, HomeState};
 pub use palette::palette_completions;
 pub use run::RunState;
 pub use search::{ResultRow, SearchState};
-pub use walk::WalkState;
+pub use walk::{node_chart, NodeChart, WalkState};
 
 /// Which screen is showing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +64,8 @@ pub enum Overlay {
         input: String,
         sel: usize,
     },
+    /// The first-run hint (no run attached): any key closes it, and all but Esc then act.
+    FirstRun,
 }
 
 /// Side effects `update` asks the driver to perform.
@@ -81,6 +82,12 @@ pub struct JobInfo {
     pub id: JobId,
     pub kind: JobKind,
     pub progress: u8,
+}
+
+/// The tree node a finding belongs to (`tree/node` asking its entry's question, else the
+/// first node asking its probe's), else its entry id.
+pub fn finding_node(f: &crate::findings::Finding) -> String {
+    f.nodes.first().cloned().unwrap_or_else(|| f.id.clone())
 }
 
 /// Options from the command line.
@@ -149,6 +156,8 @@ impl App {
             app.run.attached = Some(p);
             app.run.loading = true;
             app.submit(JobKind::Attach);
+        } else {
+            app.overlay = Overlay::FirstRun;
         }
         app
     }
@@ -297,7 +306,9 @@ impl App {
         };
         let job = self.jobs.remove(pos);
         if job.kind.is_view() {
-            self.on_view_done(id, out);
+            if let Err(out) = self.on_walk_view_done(id, out) {
+                self.on_view_done(id, out);
+            }
             return;
         }
         match (job.kind, out) {
@@ -324,6 +335,11 @@ impl App {
                 self.run.loading = false;
                 self.run.summary = Some(*summary);
                 self.run.findings = findings;
+                // Open on the findings, the worst selected: "walk from here" is one key away.
+                if self.screen == Screen::Home && !self.run.findings.is_empty() {
+                    self.home.pane = 2;
+                    self.home.finding_sel = 0;
+                }
                 // A fact node may have been waiting for the run's facts.
                 if self
                     .walk
@@ -335,19 +351,24 @@ impl App {
             }
             (JobKind::Check, JobOutput::Findings(f)) => self.run.findings = f,
             (JobKind::Probe { .. }, JobOutput::Findings(f)) => {
-                if let Some(w) = self.walk.as_mut().filter(|w| w.job == Some(id)) {
-                    w.job = None;
-                    propose_from_findings(&mut w.walk, &f);
-                    w.override_open = false;
+                if self.walk.as_ref().is_some_and(|w| w.job == Some(id)) {
+                    self.on_walk_findings(f);
                 }
             }
             (JobKind::EntryCheck { entry }, JobOutput::Findings(f)) => {
                 let n = f.len();
                 self.entry.checked = Some((entry.clone(), f));
+                // The results sit at the top of the page with the focus on them.
+                if self.screen == Screen::Entry(entry.clone()) && n > 0 {
+                    self.entry.pane = 2;
+                    self.entry.finding_sel = 0;
+                    self.entry.scroll = 0;
+                    self.entry.at_fix = false;
+                }
                 self.set_status(format!("{entry}: {n} {}", S::CHECK_DONE), false);
             }
             (_, JobOutput::Findings(_)) => {}
-            (_, JobOutput::Tensors(_) | JobOutput::Histogram(_)) => {}
+            (_, JobOutput::Tensors(_) | JobOutput::Histogram(_) | JobOutput::Rows(_)) => {}
         }
     }
 
@@ -375,6 +396,12 @@ impl App {
         match self.overlay {
             Overlay::Help { .. } => return self.help_key(k.code, plain_char),
             Overlay::Palette { .. } => return self.palette_key(k.code, plain_char),
+            Overlay::FirstRun => {
+                self.overlay = Overlay::None;
+                if k.code == KeyCode::Esc {
+                    return;
+                }
+            }
             Overlay::None => {}
         }
         if self.screen == Screen::Walk && self.walk_fact_key(k.code, plain_char) {
@@ -396,6 +423,10 @@ impl App {
     // ---------------------------------------------------------------- update
 
     fn go(&mut self, s: Screen) {
+        // The first-run hint belongs to the home screen.
+        if self.overlay == Overlay::FirstRun {
+            self.overlay = Overlay::None;
+        }
         if s == Screen::Run {
             self.request_tensors();
         }
@@ -463,6 +494,13 @@ impl App {
                 self.go(Screen::Run);
                 return;
             }
+            Action::WalkFrom if self.screen != Screen::Walk => {
+                match self.walk_from_target() {
+                    Some(id) => self.start_walk_from(&id),
+                    None => self.set_status(S::NOTHING_TO_WALK_FROM, true),
+                }
+                return;
+            }
             _ => {}
         }
         match self.screen.clone() {
@@ -471,6 +509,34 @@ impl App {
             Screen::Entry(id) => self.update_entry(&id, a),
             Screen::Walk => self.update_walk(a),
             Screen::Run => self.update_run(a),
+        }
+    }
+
+    /// What "walk from here" starts from on the current screen: the selected finding's
+    /// tree node, the selected search hit or catalog entry, the entry shown.
+    pub fn walk_from_target(&self) -> Option<String> {
+        let finding = |f: Option<&crate::findings::Finding>| f.map(finding_node);
+        match &self.screen {
+            Screen::Home => match self.home.pane {
+                0 => self
+                    .cat
+                    .trees
+                    .get(self.home.tree_sel)
+                    .map(|t| format!("{}/{}", t.id, t.root)),
+                1 => self.home_selected_entry().map(|e| e.id.clone()),
+                _ => finding(self.run.findings.get(self.home.finding_sel)),
+            },
+            Screen::Search => self
+                .search
+                .results
+                .get(self.search.sel)
+                .map(|r| r.id.clone()),
+            Screen::Entry(id) => match (&self.entry.checked, self.entry.pane) {
+                (Some((eid, fs)), 2) if eid == id => finding(fs.get(self.entry.finding_sel)),
+                _ => Some(id.clone()),
+            },
+            Screen::Run => finding(self.run.findings.get(self.run.sel)),
+            Screen::Walk => None,
         }
     }
 

@@ -56,6 +56,7 @@ impl App {
             KeyCode::Char('n') | KeyCode::Char('j') if ctrl => self.update(Action::Down),
             KeyCode::Char('p') | KeyCode::Char('k') if ctrl => self.update(Action::Up),
             KeyCode::Char('d') if ctrl => self.update(Action::CycleDomain),
+            KeyCode::Char('w') if ctrl => self.update(Action::WalkFrom),
             KeyCode::Char('u') if ctrl => {
                 self.search.query.clear();
                 self.refresh_search_soon();

@@ -8,10 +8,14 @@ use crossterm::event::KeyCode;
 
 use super::export::{self, Format};
 use super::{Action, App, Effect, Screen};
-use crate::catalog::NodeKind;
+use crate::catalog::{NodeDef, NodeKind};
+use crate::findings::Finding;
 use crate::look::strings as S;
 use crate::trees::{Source, Walk};
-use crate::triage::jobs::{JobId, JobKind};
+use crate::triage::batch_rows::BatchRows;
+use crate::triage::jobs::{JobId, JobKind, JobOutput};
+use crate::triage::walk::{numeric_answer, propose_from_findings, walk_from};
+use crate::triage::weights::TensorHist;
 
 #[derive(Debug, Clone)]
 pub struct WalkState {
@@ -21,6 +25,99 @@ pub struct WalkState {
     /// Typing a fact the node needs.
     pub fact_input: Option<String>,
     pub job: Option<JobId>,
+    /// The route above a "walk from here" start is shown in full (Tab), else one line.
+    pub path_open: bool,
+    /// The current node's probe findings (evidence for the chart).
+    pub findings: Vec<Finding>,
+    /// What the chart under the verdict draws, and its data when a job reads it.
+    pub chart: Option<NodeChart>,
+    pub chart_job: Option<JobId>,
+    pub hist: Option<TensorHist>,
+    pub rows: Option<BatchRows>,
+    pub chart_error: Option<String>,
+}
+
+impl WalkState {
+    fn new(walk: Walk) -> WalkState {
+        WalkState {
+            walk,
+            sel: 0,
+            override_open: false,
+            fact_input: None,
+            job: None,
+            path_open: false,
+            findings: Vec::new(),
+            chart: None,
+            chart_job: None,
+            hist: None,
+            rows: None,
+            chart_error: None,
+        }
+    }
+}
+
+/// What the walk screen draws under the verdict: the statistic that answered the question.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeChart {
+    /// A metric series (canonical name), over a step window (None: every step), with the
+    /// declared LR schedule beside it for LR questions.
+    Series {
+        metric: &'static str,
+        window: Option<(f64, f64)>,
+        declared: bool,
+    },
+    /// The histogram of the checkpoint tensor the verdict names.
+    Tensor { tensor: String },
+    /// The label-mask fraction per row of the batch the verdict names.
+    Batch { file: PathBuf },
+}
+
+/// The chart for a numeric node's probe, from its findings' evidence (and the run's steps).
+pub fn node_chart(
+    probe: &str,
+    findings: &[Finding],
+    steps: Option<(f64, f64)>,
+) -> Option<NodeChart> {
+    let series = |metric, window, declared| {
+        Some(NodeChart::Series {
+            metric,
+            window,
+            declared,
+        })
+    };
+    if probe == "init_loss" {
+        // The first steps: where ln V is the expectation.
+        let w = steps.map(|(a, b)| (a, a + ((b - a) / 10.0).max(20.0)));
+        return series("loss", w, false);
+    }
+    if probe.starts_with("lr_") {
+        return series("learning_rate", None, true);
+    }
+    if probe.contains("grad_norm") {
+        return series("grad_norm", None, false);
+    }
+    if probe.starts_with("loss") {
+        return series("loss", None, false);
+    }
+    let ev = findings
+        .iter()
+        .filter(|f| f.status != mltriage_probes::probe::Status::Skip)
+        .flat_map(|f| f.evidence.iter());
+    let is_batch = mltriage_probes::probes::batch::SPECS
+        .iter()
+        .any(|s| s.id == probe);
+    if is_batch {
+        if probe != "label_mask" {
+            return None;
+        }
+        return ev
+            .clone()
+            .find_map(|e| e.file.clone())
+            .map(|file| NodeChart::Batch { file });
+    }
+    ev.clone()
+        .find_map(|e| e.tensor.clone())
+        .map(|tensor| NodeChart::Tensor { tensor })
 }
 
 impl App {
@@ -63,15 +160,111 @@ impl App {
             self.set_status(format!("{} {tree}", S::NO_SUCH_TREE), true);
             return;
         };
-        self.walk = Some(WalkState {
-            walk: Walk::new(t),
-            sel: 0,
-            override_open: false,
-            fact_input: None,
-            job: None,
-        });
+        self.walk = Some(WalkState::new(Walk::new(t)));
         self.go(Screen::Walk);
         self.enter_node();
+    }
+
+    /// "Walk from here": start at the question where `id` (an entry, `tree/node`, a node)
+    /// lives, the route above it filled in from the run's findings and facts where they
+    /// lead the same way.
+    pub fn start_walk_from(&mut self, id: &str) {
+        let facts = self.all_facts();
+        let findings = self.run.findings.clone();
+        let cat = self.cat.clone();
+        let answer = |n: &NodeDef| -> Option<(String, String, Source)> {
+            match n.kind {
+                NodeKind::Numeric => {
+                    let probe = n.probe.clone()?;
+                    let fs: Vec<Finding> = findings
+                        .iter()
+                        .filter(|f| f.probe == probe)
+                        .cloned()
+                        .collect();
+                    if fs.is_empty() {
+                        return None;
+                    }
+                    let (l, m) = numeric_answer(&fs, n.entry.as_deref(), &probe);
+                    Some((l, m, Source::Probe(probe)))
+                }
+                NodeKind::Fact => {
+                    let key = n.fact.clone()?;
+                    let v = facts.get(&key)?.to_string();
+                    Some((v.clone(), format!("{key} = {v}"), Source::Fact(key)))
+                }
+                _ => None,
+            }
+        };
+        match walk_from(&cat, id, answer) {
+            Ok(w) => {
+                let note = w.from.as_ref().map(|f| {
+                    format!(
+                        "{} {} {} {}",
+                        S::WALK_FROM_STARTED,
+                        f.id,
+                        S::LEADS_TO,
+                        f.start
+                    )
+                });
+                self.walk = Some(WalkState::new(w));
+                self.go(Screen::Walk);
+                self.enter_node();
+                if let Some(n) = note {
+                    self.set_status(n, false);
+                }
+            }
+            Err(e) => self.set_status(e.to_string(), true),
+        }
+    }
+
+    /// A walk node's probe answered: propose its branch and ask for the chart's data.
+    pub(super) fn on_walk_findings(&mut self, f: Vec<Finding>) {
+        let steps = self.run.summary.as_ref().and_then(|s| {
+            let xs = s.series.iter().flat_map(|x| x.points.iter().map(|p| p.0));
+            let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                (a.min(x), b.max(x))
+            });
+            (lo <= hi).then_some((lo, hi))
+        });
+        let Some(w) = self.walk.as_mut() else { return };
+        w.job = None;
+        propose_from_findings(&mut w.walk, &f);
+        w.override_open = false;
+        let probe = w
+            .walk
+            .node()
+            .and_then(|n| n.probe.clone())
+            .unwrap_or_default();
+        w.chart = node_chart(&probe, &f, steps);
+        w.findings = f;
+        let kind = match &w.chart {
+            Some(NodeChart::Tensor { tensor }) => Some(JobKind::Histogram {
+                tensor: tensor.clone(),
+            }),
+            Some(NodeChart::Batch { file }) => Some(JobKind::BatchRows { file: file.clone() }),
+            _ => None,
+        };
+        if let Some(k) = kind {
+            let id = self.submit(k);
+            if let Some(w) = self.walk.as_mut() {
+                w.chart_job = Some(id);
+            }
+        }
+    }
+
+    /// A view job for the walk chart came back. Returns false when it was not the walk's.
+    pub(super) fn on_walk_view_done(&mut self, id: JobId, out: JobOutput) -> Result<(), JobOutput> {
+        let Some(w) = self.walk.as_mut().filter(|w| w.chart_job == Some(id)) else {
+            return Err(out);
+        };
+        w.chart_job = None;
+        match out {
+            JobOutput::Histogram(h) => w.hist = Some(*h),
+            JobOutput::Rows(r) => w.rows = Some(*r),
+            JobOutput::Failed(e) => w.chart_error = Some(e),
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Arrive at the walk's current node: ask its probe, read its fact, or wait for a pick.
@@ -82,6 +275,12 @@ impl App {
         w.sel = 0;
         w.override_open = false;
         w.fact_input = None;
+        w.findings.clear();
+        w.chart = None;
+        w.chart_job = None;
+        w.hist = None;
+        w.rows = None;
+        w.chart_error = None;
         let Some(n) = w.walk.node().cloned() else {
             return;
         };
@@ -196,6 +395,7 @@ impl App {
                     self.set_status(S::AT_ROOT, false);
                 }
             }
+            Action::NextPane => w.path_open = !w.path_open,
             Action::ExportMd => self.export(Format::Markdown, None),
             Action::ExportJson => self.export(Format::Json, None),
             // Re-ask the probe of this node.

@@ -268,6 +268,42 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
         }
     }
 
+    // References in the prose resolve: entries, tree nodes, never a document we do not ship.
+    let mut texts: Vec<(&Origin, String, &str)> = Vec::new();
+    for e in &cat.entries {
+        let mut fields: Vec<&str> = vec![&e.title, &e.symptom, &e.cause, &e.fix];
+        fields.extend(e.question.as_deref());
+        fields.extend(e.threshold.as_deref());
+        fields.extend(e.knobs.iter().map(String::as_str));
+        for l in &e.leaves {
+            fields.push(&l.when);
+            fields.push(&l.then);
+        }
+        for f in fields {
+            texts.push((&e.origin, e.id.clone(), f));
+        }
+    }
+    for p in &cat.probes {
+        texts.push((&p.origin, format!("probe {}", p.id), &p.question));
+    }
+    for t in &cat.trees {
+        texts.extend(
+            t.description
+                .as_deref()
+                .map(|d| (&t.origin, format!("tree {}", t.id), d)),
+        );
+        for n in &t.nodes {
+            for f in n.question.iter().chain(n.note.iter()) {
+                texts.push((&t.origin, format!("tree {} node {}", t.id, n.id), f));
+            }
+        }
+    }
+    for (origin, who, text) in texts {
+        for d in super::refs::dangling(cat, text) {
+            out.push(err(origin, format!("{who}: {:?} {}", d.what, d.why)));
+        }
+    }
+
     let mut reachable_entries = BTreeSet::new();
     for t in &cat.trees {
         lint_tree(

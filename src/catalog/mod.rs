@@ -4,6 +4,7 @@
 pub mod lint;
 pub mod load;
 pub mod model;
+pub mod refs;
 pub mod tree_def;
 pub mod yaml_budget;
 

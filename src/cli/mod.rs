@@ -114,10 +114,16 @@ pub enum Command {
         json: bool,
     },
     /// Walk a tree non-interactively: probes answer what the run can tell.
+    /// `walk --from ID RUN` starts at the symptom ID (an entry id, TREE/NODE or a node id)
+    /// with the route above it filled in.
     Walk {
-        tree: String,
+        /// The tree to walk (with --from: optional; then the first argument is the RUN).
+        tree: Option<String>,
         #[arg(value_parser = path_arg)]
         run: Option<PathBuf>,
+        /// Start at this symptom: an entry id (e.g. S3.2), TREE/NODE, or a node id.
+        #[arg(long, value_name = "ID")]
+        from: Option<String>,
         #[arg(long = "fact", value_name = "KEY=VALUE")]
         facts: Vec<String>,
         /// Answer (or override) a node: --answer NODE=LABEL (repeatable).
@@ -298,6 +304,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Walk {
             tree,
             run,
+            from,
             facts,
             answers,
             baseline,
@@ -307,7 +314,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cat = load_catalog(&cli)?;
             tree_cmds::walk(
                 &cat,
-                tree,
+                tree.as_deref(),
+                from.as_deref(),
                 run.as_deref(),
                 facts,
                 answers,

@@ -12,7 +12,7 @@ use super::style::{wrap, Style};
 use super::{ExitCode, UsageError};
 use crate::catalog::Catalog;
 use crate::triage::check::effective_facts;
-use crate::triage::walk::{auto_walk, Inputs};
+use crate::triage::walk::{auto_walk, auto_walk_from, Inputs};
 
 pub fn trees(cat: &Catalog, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
     if json {
@@ -54,7 +54,8 @@ fn parse_answers(args: &[String]) -> anyhow::Result<HashMap<String, String>> {
 #[allow(clippy::too_many_arguments)]
 pub fn walk(
     cat: &Catalog,
-    tree: &str,
+    tree: Option<&str>,
+    from: Option<&str>,
     run: Option<&Path>,
     facts: &[String],
     answers: &[String],
@@ -63,7 +64,28 @@ pub fn walk(
     json: bool,
     st: &Style,
 ) -> anyhow::Result<ExitCode> {
-    if cat.tree(tree).is_none() {
+    // `walk --from ID RUN`: one positional is the run; `walk TREE --from NODE RUN` names the
+    // tree the node is in.
+    let (tree, run, from) = match (tree, run, from) {
+        (Some(t), None, Some(f)) if cat.tree(t).is_none() => {
+            (None, Some(Path::new(t)), Some(f.to_string()))
+        }
+        (Some(t), r, Some(f)) if !f.contains('/') && cat.entry(f).is_none() => {
+            (Some(t), r, Some(format!("{t}/{f}")))
+        }
+        (t, r, f) => (t, r, f.map(String::from)),
+    };
+    let from = from.as_deref();
+    let tree = match (tree, from) {
+        (Some(t), _) => t,
+        (None, Some(_)) => "",
+        (None, None) => {
+            return Err(
+                UsageError("walk: name a TREE, or --from ID (see `mltriage trees`)".into()).into(),
+            )
+        }
+    };
+    if from.is_none() && cat.tree(tree).is_none() {
         let ids: Vec<&str> = cat.trees.iter().map(|t| t.id.as_str()).collect();
         return Err(UsageError(format!(
             "walk {tree:?}: no such tree (trees: {})",
@@ -80,22 +102,31 @@ pub fn walk(
         Some(r) => effective_facts(r, &user),
         None => user,
     };
-    let res = auto_walk(
-        cat,
-        tree,
-        &Inputs {
-            run: run.as_ref(),
-            facts: &facts,
-            compute: &compute,
-            baseline: base.as_ref(),
-            answers: &answers,
-        },
-    )?;
+    let inputs = Inputs {
+        run: run.as_ref(),
+        facts: &facts,
+        compute: &compute,
+        baseline: base.as_ref(),
+        answers: &answers,
+    };
+    let res = match from {
+        Some(id) => {
+            auto_walk_from(cat, id, &inputs).map_err(|e| UsageError(format!("walk --from {e}")))?
+        }
+        None => auto_walk(cat, tree, &inputs)?,
+    };
+    let tree = res.tree.as_str();
     if json {
         emit_json(&serde_json::to_value(&res)?);
     } else {
         let t = cat.tree(tree).map(|t| t.title.clone()).unwrap_or_default();
         let mut s = format!("{} {}\n\n", st.bold(&res.tree), t);
+        if let Some(f) = &res.from {
+            s.push_str(&st.dim(&format!(
+                "from {}: starting at {} ({} step(s) above it on the way down)\n\n",
+                f.id, f.start, f.above
+            )));
+        }
         for (i, p) in res.path.iter().enumerate() {
             s.push_str(&format!("{:>2}. {}\n", i + 1, p.question));
             let m = if p.measured.is_empty() {

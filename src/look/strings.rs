@@ -63,6 +63,26 @@ pub const NO_FINITE: &str = "no finite values to bin";
 pub const EMPTY_TENSOR: &str = "empty tensor (0 elements)";
 pub const FACTS: &str = "facts";
 
+pub const WALK_FROM_STARTED: &str = "walking from";
+pub const NOTHING_TO_WALK_FROM: &str = "nothing selected to walk from";
+pub const ROUTE_ABOVE: &str = "step(s) above, on the way to";
+pub const ROUTE_EXPAND: &str = "Tab expands";
+pub const ROUTE_COLLAPSE: &str = "Tab collapses";
+pub const PATH: &str = "Path";
+pub const CHART_READING: &str = "reading the data for the chart…";
+pub const ROWS_TITLE: &str = "label-mask fraction per row";
+pub const ROWS_PAD: &str = "pad";
+pub const HINT_TITLE: &str = "Getting started";
+pub const HINT_LINES: [&str; 7] = [
+    "mltriage finds what is wrong with a training run.",
+    "",
+    "/        search a symptom or an error message (e.g. grad norm spikes)",
+    "w        walk from here: step down the tree from a hit or an entry",
+    ":walk    walk a tree from the top (:walk stability)",
+    "mltriage RUN   attach a run: probes answer, findings open first",
+    "?        every key          (any key closes this)",
+];
+
 pub const HELP: &str = "Keys";
 pub const HELP_FILTER: &str = "filter";
 pub const PALETTE: &str = "Command";
@@ -70,7 +90,7 @@ pub const PALETTE: &str = "Command";
 pub const EXPORTED: &str = "transcript written to";
 pub const EXPORT_FAILED: &str = "could not write the transcript:";
 pub const CANCELLED: &str = "probe cancelled — pick a branch with o";
-pub const CHECK_DONE: &str = "findings from its probes (shown below)";
+pub const CHECK_DONE: &str = "findings from its probes (at the top; Enter walks from one)";
 pub const CHECKING: &str = "running probes";
 pub const NO_SUCH_ENTRY: &str = "no entry";
 pub const NO_SUCH_TREE: &str = "no tree";
@@ -114,6 +134,7 @@ pub fn action_help(name: &str) -> &'static str {
         "export_json" => "walk: export the transcript as JSON",
         "toggle_fuzzy" => "search: toggle the fuzzy id/title filter",
         "domain" => "search: cycle the domain filter (ctrl-d while typing)",
+        "walk_from" => "walk from here: start the tree walk at this symptom (search: ctrl-w)",
         _ => "",
     }
 }

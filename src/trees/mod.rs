@@ -4,6 +4,8 @@
 //! override are supported. Answers come from outside: `crate::triage` runs the probes (the
 //! CLI's `walk`, the TUI's jobs), the front ends read facts and the user's picks.
 
+pub mod route;
+
 use mltriage_probes::probe::Status;
 
 use crate::catalog::{Catalog, NodeDef, NodeKind, TreeDef};
@@ -17,6 +19,9 @@ pub enum Source {
     Fact(String),
     /// The user picked or overrode it.
     User,
+    /// Taken on the way down to the symptom the user started from (`walk --from`): nothing
+    /// answered it, or what answered it disagrees (its `measured` says so).
+    Route,
 }
 
 impl Source {
@@ -26,6 +31,7 @@ impl Source {
             Source::Probe(_) => "probe",
             Source::Fact(_) => "fact",
             Source::User => "user",
+            Source::Route => "route",
         }
     }
 
@@ -35,6 +41,7 @@ impl Source {
             Source::Probe(p) => format!("probe {p}"),
             Source::Fact(k) => format!("fact {k}"),
             Source::User => "user".into(),
+            Source::Route => "route".into(),
         }
     }
 }
@@ -104,6 +111,8 @@ pub enum WalkError {
     Dangling(String),
     #[error("the walk is finished")]
     Finished,
+    #[error("{0:?}: no tree leads to it (not an entry or node any tree reaches)")]
+    NotInTrees(String),
 }
 
 /// The branch of a numeric or fact node for an answer: the exact key, else a key equal up
@@ -145,6 +154,17 @@ pub struct Walk {
     /// Answered nodes, in order.
     pub path: Vec<Step>,
     pub proposal: Option<Proposal>,
+    /// A walk started from a symptom ("walk from here"): what it started from.
+    pub from: Option<WalkFrom>,
+}
+
+/// Where a "walk from here" started: the id the user named, the node the walk started at,
+/// and how many steps of the path lie above it (the route, filled in before the walk).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WalkFrom {
+    pub id: String,
+    pub start: String,
+    pub above: usize,
 }
 
 impl Walk {
@@ -154,6 +174,23 @@ impl Walk {
             tree: tree.clone(),
             current: tree.root.clone(),
             path: Vec::new(),
+            proposal: None,
+            from: None,
+        }
+    }
+
+    /// A walk at node `start` of `tree`, the route above it already answered (`above`, root
+    /// first: see [`route::route`]); `from` is the id the user named.
+    pub fn starting_at(tree: &TreeDef, start: &str, above: Vec<Step>, from: &str) -> Walk {
+        Walk {
+            tree: tree.clone(),
+            current: start.to_string(),
+            from: Some(WalkFrom {
+                id: from.to_string(),
+                start: start.to_string(),
+                above: above.len(),
+            }),
+            path: above,
             proposal: None,
         }
     }

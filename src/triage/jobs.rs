@@ -13,6 +13,7 @@ use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::Status;
 use mltriage_probes::run::Run;
 
+use super::batch_rows::{label_mask_rows, BatchRows};
 use super::check;
 use super::weights::{RunWeights, TensorHist, TensorList};
 use crate::catalog::Catalog;
@@ -35,12 +36,17 @@ pub enum JobKind {
     Tensors,
     /// One tensor's statistics and histogram, init vs now.
     Histogram { tensor: String },
+    /// A batch's label-mask fraction per row (the walk chart of a batch question).
+    BatchRows { file: PathBuf },
 }
 
 impl JobKind {
     /// Reads tensors for display rather than running probes: its own lane.
     pub fn is_view(&self) -> bool {
-        matches!(self, JobKind::Tensors | JobKind::Histogram { .. })
+        matches!(
+            self,
+            JobKind::Tensors | JobKind::Histogram { .. } | JobKind::BatchRows { .. }
+        )
     }
 }
 
@@ -80,6 +86,7 @@ pub enum JobOutput {
     Findings(Vec<Finding>),
     Tensors(Box<TensorList>),
     Histogram(Box<TensorHist>),
+    Rows(Box<BatchRows>),
     Cancelled,
     Failed(String),
 }
@@ -286,6 +293,12 @@ impl ProbeRunner for LiveRunner {
             JobKind::Histogram { tensor } => {
                 return match self.weights() {
                     Ok(w) => JobOutput::Histogram(Box::new(w.histogram(tensor))),
+                    Err(e) => JobOutput::Failed(e),
+                }
+            }
+            JobKind::BatchRows { file } => {
+                return match label_mask_rows(file, &job.facts) {
+                    Ok(r) => JobOutput::Rows(Box::new(r)),
                     Err(e) => JobOutput::Failed(e),
                 }
             }

@@ -4,6 +4,7 @@
 //! ([`weights`]). It joins the pure layers below (catalog, trees, findings) to the probes
 //! crate; `crate::cli` and `crate::app` call it, it calls neither.
 
+pub mod batch_rows;
 pub mod check;
 pub mod jobs;
 pub mod walk;

@@ -12,9 +12,11 @@ use mltriage_probes::probe::Status;
 use mltriage_probes::run::Run;
 
 use super::check::run_one;
-use crate::catalog::{Catalog, NodeKind};
+use crate::catalog::{Catalog, NodeDef, NodeKind};
 use crate::findings::Finding;
-use crate::trees::{question, Conclusion, Source, Step, Walk, WalkError};
+use crate::trees::{
+    branch_for, question, route, Conclusion, Source, Step, Walk, WalkError, WalkFrom,
+};
 
 /// Why a walk stopped before a leaf.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -33,6 +35,9 @@ pub struct WalkResult {
     pub conclusion: Option<Conclusion>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stop>,
+    /// `walk --from`: the symptom named, the node started at, the steps above it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<WalkFrom>,
 }
 
 pub struct Inputs<'a> {
@@ -57,9 +62,147 @@ pub fn pick<'f>(findings: &'f [Finding], entry: Option<&str>) -> Option<&'f Find
     findings.iter().min_by_key(|f| f.status)
 }
 
+/// A numeric node's answer from its probe's findings: (branch label, measured text).
+pub fn numeric_answer(fs: &[Finding], entry: Option<&str>, probe: &str) -> (String, String) {
+    match pick(fs, entry) {
+        Some(f) if f.status == Status::Skip => {
+            ("skip".to_string(), format!("not measured: {}", f.message))
+        }
+        Some(f) => (
+            f.outcome.clone(),
+            if f.expected.is_empty() {
+                f.measured.clone()
+            } else {
+                format!("{} (expected {})", f.measured, f.expected)
+            },
+        ),
+        None => (
+            "skip".to_string(),
+            format!("probe {probe} is not implemented"),
+        ),
+    }
+}
+
+/// A walk started at the symptom `id` names (an entry id, `tree/node` or a node id; see
+/// [`route::start_for`]), the route above it filled in: each node on the way is answered
+/// by `answer` (a probe, a fact, the user) when that answer leads the same way, else it is
+/// recorded as [`Source::Route`] with what the answer said, if anything.
+pub fn walk_from(
+    cat: &Catalog,
+    id: &str,
+    mut answer: impl FnMut(&NodeDef) -> Option<(String, String, Source)>,
+) -> Result<Walk, WalkError> {
+    let start = route::start_for(cat, id).ok_or_else(|| WalkError::NotInTrees(id.to_string()))?;
+    let tree = cat
+        .tree(&start.tree)
+        .ok_or_else(|| WalkError::NoTree(start.tree.clone()))?;
+    let steps =
+        route::route(tree, &start.node).ok_or_else(|| WalkError::NotInTrees(id.to_string()))?;
+    let probe_walk = Walk::new(tree);
+    let mut above = Vec::new();
+    for (i, (node_id, label)) in steps.iter().enumerate() {
+        let n = probe_walk
+            .node_by_id(node_id)
+            .ok_or_else(|| WalkError::Dangling(node_id.clone()))?;
+        let next = steps
+            .get(i + 1)
+            .map(|s| s.0.as_str())
+            .unwrap_or(start.node.as_str());
+        let said = answer(n);
+        let agrees = said.as_ref().is_some_and(|(l, _, _)| match n.kind {
+            NodeKind::Choice => n
+                .options
+                .iter()
+                .any(|o| o.label.eq_ignore_ascii_case(l) && o.next == next),
+            _ => branch_for(n, l).is_some_and(|(_, to)| to == next),
+        });
+        let step = match said {
+            Some((l, m, src)) if agrees => Step {
+                id: n.id.clone(),
+                question: question(cat, n),
+                answer: l,
+                measured: m,
+                source: src,
+                entry: n.entry.clone(),
+            },
+            other => Step {
+                id: n.id.clone(),
+                question: question(cat, n),
+                answer: label.clone(),
+                measured: other
+                    .map(|(l, m, src)| {
+                        let m = if m.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {m}")
+                        };
+                        format!("{} said {l}{m}", src.label())
+                    })
+                    .unwrap_or_default(),
+                source: Source::Route,
+                entry: n.entry.clone(),
+            },
+        };
+        above.push(step);
+    }
+    Ok(Walk::starting_at(tree, &start.node, above, id))
+}
+
+/// The CLI's answer for one node: `--answer`, a probe's verdict, a fact. None when nothing
+/// can answer it (a choice, a missing fact, no run).
+fn cli_answer(
+    cat: &Catalog,
+    n: &NodeDef,
+    inp: &Inputs,
+    cache: &mut HashMap<String, Vec<Finding>>,
+) -> Option<(String, String, Source)> {
+    if let Some(a) = inp.answers.get(&n.id) {
+        return Some((a.clone(), String::new(), Source::User));
+    }
+    match n.kind {
+        NodeKind::Numeric => {
+            let run = inp.run?;
+            let probe = n.probe.clone().unwrap_or_default();
+            let fs = cache.entry(probe.clone()).or_insert_with(|| {
+                run_one(cat, &probe, run, inp.facts, inp.compute, inp.baseline).unwrap_or_default()
+            });
+            let (l, m) = numeric_answer(fs, n.entry.as_deref(), &probe);
+            Some((l, m, Source::Probe(probe)))
+        }
+        NodeKind::Fact => {
+            let key = n.fact.clone().unwrap_or_default();
+            let v = inp.facts.get(&key)?.to_string();
+            Some((v.clone(), format!("{key} = {v}"), Source::Fact(key)))
+        }
+        NodeKind::Choice | NodeKind::Leaf => None,
+    }
+}
+
 pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, WalkError> {
-    let mut w = Walk::start(cat, tree)?;
-    let mut cache: HashMap<String, Vec<Finding>> = HashMap::new();
+    auto_walk_on(cat, Walk::start(cat, tree)?, inp, &mut HashMap::new())
+}
+
+/// `walk --from ID`: start at the symptom, the route above filled in by the same answers,
+/// then walk on as [`auto_walk`] does.
+pub fn auto_walk_from(cat: &Catalog, id: &str, inp: &Inputs) -> Result<WalkResult, WalkError> {
+    let mut cache = HashMap::new();
+    let w = walk_from(cat, id, |n| cli_answer(cat, n, inp, &mut cache))?;
+    auto_walk_on(cat, w, inp, &mut cache)
+}
+
+fn auto_walk_on(
+    cat: &Catalog,
+    mut w: Walk,
+    inp: &Inputs,
+    cache: &mut HashMap<String, Vec<Finding>>,
+) -> Result<WalkResult, WalkError> {
+    let result = |w: &Walk, conclusion, stopped| WalkResult {
+        tree: w.tree.id.clone(),
+        path: w.path.clone(),
+        conclusion,
+        stopped,
+        from: w.from.clone(),
+    };
     let mut guard = 0;
     while !w.is_leaf() {
         guard += 1;
@@ -70,10 +213,6 @@ pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, 
             .node()
             .cloned()
             .ok_or_else(|| WalkError::Dangling(w.current.clone()))?;
-        if let Some(a) = inp.answers.get(&n.id) {
-            w.answer(cat, a, "", Source::User)?;
-            continue;
-        }
         let (q, opts, nid) = (question(cat, &n), w.answers(), n.id.clone());
         let stop = |needs: String| Stop {
             node: nid.clone(),
@@ -81,94 +220,32 @@ pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, 
             needs,
             options: opts.clone(),
         };
-        match n.kind {
-            NodeKind::Numeric => {
-                let Some(run) = inp.run else {
-                    return Ok(WalkResult {
-                        tree: w.tree.id.clone(),
-                        path: w.path.clone(),
-                        conclusion: None,
-                        stopped: Some(stop("a run to measure (walk TREE RUN)".into())),
-                    });
-                };
-                let probe = n.probe.clone().unwrap_or_default();
-                let fs = cache.entry(probe.clone()).or_insert_with(|| {
-                    run_one(cat, &probe, run, inp.facts, inp.compute, inp.baseline)
-                        .unwrap_or_default()
-                });
-                let (label, measured) = match pick(fs, n.entry.as_deref()) {
-                    Some(f) if f.status == Status::Skip => {
-                        ("skip".to_string(), format!("not measured: {}", f.message))
+        let Some((label, measured, source)) = cli_answer(cat, &n, inp, cache) else {
+            let needs = match n.kind {
+                NodeKind::Numeric => "a run to measure (walk TREE RUN)".to_string(),
+                NodeKind::Fact => format!("fact {}", n.fact.clone().unwrap_or_default()),
+                _ => "a choice".to_string(),
+            };
+            return Ok(result(&w, None, Some(stop(needs))));
+        };
+        match w.answer(cat, &label, &measured, source.clone()) {
+            Ok(()) => {}
+            Err(WalkError::NoBranch { .. }) => {
+                let needs = match source {
+                    Source::Fact(key) => {
+                        format!("fact {key} to be one of the listed values (got {label:?})")
                     }
-                    Some(f) => (
-                        f.outcome.clone(),
-                        if f.expected.is_empty() {
-                            f.measured.clone()
-                        } else {
-                            format!("{} (expected {})", f.measured, f.expected)
-                        },
+                    Source::Probe(p) => format!(
+                        "an answer: probe {p} said {label:?}, which this node has no branch for"
                     ),
-                    None => (
-                        "skip".to_string(),
-                        format!("probe {probe} is not implemented"),
-                    ),
+                    _ => format!("an answer this node has a branch for (got {label:?})"),
                 };
-                match w.answer(cat, &label, &measured, Source::Probe(probe.clone())) {
-                    Ok(()) => {}
-                    Err(WalkError::NoBranch { .. }) => {
-                        return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop(format!("an answer: probe {probe} said {label:?}, which this node has no branch for"))) });
-                    }
-                    Err(e) => return Err(e),
-                }
+                return Ok(result(&w, None, Some(stop(needs))));
             }
-            NodeKind::Fact => {
-                let key = n.fact.clone().unwrap_or_default();
-                match inp.facts.get(&key) {
-                    Some(v) => {
-                        let v = v.to_string();
-                        match w.answer(cat, &v, &format!("{key} = {v}"), Source::Fact(key.clone()))
-                        {
-                            Ok(()) => {}
-                            Err(WalkError::NoBranch { .. }) => {
-                                return Ok(WalkResult {
-                                    tree: w.tree.id.clone(),
-                                    path: w.path.clone(),
-                                    conclusion: None,
-                                    stopped: Some(stop(format!(
-                                        "fact {key} to be one of the listed values (got {v:?})"
-                                    ))),
-                                })
-                            }
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    None => {
-                        return Ok(WalkResult {
-                            tree: w.tree.id.clone(),
-                            path: w.path.clone(),
-                            conclusion: None,
-                            stopped: Some(stop(format!("fact {key}"))),
-                        })
-                    }
-                }
-            }
-            NodeKind::Choice => {
-                return Ok(WalkResult {
-                    tree: w.tree.id.clone(),
-                    path: w.path.clone(),
-                    conclusion: None,
-                    stopped: Some(stop("a choice".into())),
-                });
-            }
-            NodeKind::Leaf => break,
+            Err(e) => return Err(e),
         }
     }
-    Ok(WalkResult {
-        tree: w.tree.id.clone(),
-        path: w.path.clone(),
-        conclusion: w.conclusion(cat),
-        stopped: None,
-    })
+    Ok(result(&w, w.conclusion(cat), None))
 }
 
 /// The TUI's proposal for the current numeric node from its probe's findings: the verdict

@@ -11,6 +11,7 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 use super::{find_words, highlighted, pane, strings as S};
 use crate::app::App;
 use crate::catalog::Entry;
+use crate::findings::Finding;
 
 fn section(app: &App, lines: &mut Vec<Line<'static>>, title: &str, body: &str, knobs: &[String]) {
     let t = &app.theme;
@@ -65,20 +66,6 @@ pub fn entry_lines(app: &App, e: &Entry, at_fix: bool) -> Vec<Line<'static>> {
         }
         lines.push(Line::raw(""));
     }
-    if let Some((id, findings)) = &app.entry.checked {
-        if *id == e.id {
-            lines.push(Line::styled(S::CHECK_RESULTS, t.heading()));
-            for f in findings {
-                let (m, st) = t.mark(f.status);
-                lines.push(Line::from(vec![
-                    Span::styled(format!("  {m} {:<4} ", f.status.as_str()), st),
-                    Span::styled(format!("{} ", f.probe), t.key()),
-                    Span::raw(format!("{} {}", f.measured, f.message)),
-                ]));
-            }
-            lines.push(Line::raw(""));
-        }
-    }
     if !e.refs.is_empty() {
         lines.push(Line::styled(S::REFS, t.heading()));
         for r in &e.refs {
@@ -98,6 +85,64 @@ pub fn entry_lines(app: &App, e: &Entry, at_fix: bool) -> Vec<Line<'static>> {
     lines
 }
 
+/// The findings of "check this", each with its evidence: (finding index, line).
+fn check_lines(app: &App, fs: &[Finding]) -> Vec<(usize, Line<'static>)> {
+    let t = &app.theme;
+    let focused = app.entry.pane == 2;
+    let mut out = Vec::new();
+    for (i, f) in fs.iter().enumerate() {
+        let sel = focused && i == app.entry.finding_sel;
+        let (m, st) = t.mark(f.status);
+        let mut l = Line::from(vec![
+            Span::raw(if sel { t.pointer() } else { " " }),
+            Span::styled(format!("{m} {:<4} ", f.status.as_str()), st),
+            Span::styled(format!("{} ", f.probe), t.key()),
+            Span::raw(if f.measured.is_empty() {
+                f.message.clone()
+            } else {
+                f.measured.clone()
+            }),
+        ]);
+        if sel {
+            l = l.style(t.selected());
+        }
+        out.push((i, l));
+        let mut ev: Vec<String> = Vec::new();
+        if let Some(n) = f.nodes.first() {
+            ev.push(format!("{} {n}", S::LEADS_TO));
+        }
+        if !f.expected.is_empty() {
+            ev.push(format!("{} {}", S::EXPECTED, f.expected));
+        }
+        for e in f.evidence.iter().take(2) {
+            let mut parts = Vec::new();
+            if let Some(p) = &e.file {
+                parts.push(
+                    p.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                );
+            }
+            if let Some((a, b)) = e.steps {
+                parts.push(format!("steps {a}–{b}"));
+            }
+            if let Some(tn) = &e.tensor {
+                parts.push(tn.clone());
+            }
+            if !parts.is_empty() {
+                ev.push(parts.join(" · "));
+            }
+        }
+        if !ev.is_empty() {
+            out.push((
+                i,
+                Line::styled(format!("        {}", ev.join("  ")), t.dim()),
+            ));
+        }
+    }
+    out
+}
+
 pub fn render(app: &App, id: &str, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let Some(e) = app.cat.entry(id) else { return };
@@ -110,6 +155,32 @@ pub fn render(app: &App, id: &str, area: Rect, buf: &mut Buffer) {
     };
     let [main, side] =
         Layout::horizontal([Constraint::Min(20), Constraint::Length(side_w)]).areas(area);
+    // "check this" results at the top of the page, with their evidence.
+    let checked = match &app.entry.checked {
+        Some((cid, f)) if cid == id => Some(f),
+        _ => None,
+    };
+    let main = match checked {
+        Some(fs) => {
+            let lines = check_lines(app, fs);
+            let h = (lines.len() as u16 + 2).min(main.height / 2).max(3);
+            let [top, rest] =
+                Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(main);
+            let block = pane(app, S::CHECK_RESULTS, app.entry.pane == 2);
+            let inner = block.inner(top);
+            block.render(top, buf);
+            // Keep the selected finding in view.
+            let first = lines
+                .iter()
+                .position(|(i, _)| *i == app.entry.finding_sel)
+                .unwrap_or(0);
+            let skip = first.saturating_sub((inner.height as usize).saturating_sub(2));
+            let shown: Vec<Line> = lines.into_iter().skip(skip).map(|(_, l)| l).collect();
+            Paragraph::new(shown).render(inner, buf);
+            rest
+        }
+        None => main,
+    };
 
     let title = format!("{}  {}  [{}]", e.id, e.title, e.domain.label());
     let block = pane(app, &title, app.entry.pane == 0);

@@ -12,6 +12,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let k = |a: Action| app.keymap.key_for(a);
     let items: Vec<(String, &str)> = match (&app.overlay, &app.screen) {
         (Overlay::Help { .. }, _) => vec![("type".into(), "filter"), ("Esc".into(), "close")],
+        (Overlay::FirstRun, _) => vec![
+            ("any key".into(), "close"),
+            (k(Action::Search), "search"),
+            (k(Action::Help), "help"),
+        ],
         (Overlay::Palette { .. }, _) => vec![
             ("Tab".into(), "complete"),
             ("Enter".into(), "run"),
@@ -20,6 +25,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         (_, Screen::Home) => vec![
             (k(Action::Search), "search"),
             (k(Action::Select), "open"),
+            (k(Action::WalkFrom), "walk from here"),
             (k(Action::NextPane), "pane"),
             (format!("{}/{}", k(Action::Down), k(Action::Up)), "move"),
             (k(Action::RunScreen), "run"),
@@ -30,15 +36,24 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         (_, Screen::Search) => vec![
             ("type".into(), "query"),
             ("Enter".into(), "open"),
+            ("ctrl-w".into(), "walk from here"),
             ("↑↓".into(), "move"),
             ("Tab".into(), "fuzzy"),
             ("ctrl-d".into(), "domain"),
             ("Esc".into(), "back"),
         ],
         (_, Screen::Entry(_)) => vec![
-            (k(Action::Select), "fix/follow"),
-            (k(Action::NextPane), "links"),
+            (k(Action::WalkFrom), "walk from here"),
             (k(Action::Check), "check this"),
+            (
+                k(Action::Select),
+                if app.entry.pane == 2 {
+                    "walk finding"
+                } else {
+                    "fix/follow"
+                },
+            ),
+            (k(Action::NextPane), "pane"),
             (format!("{}/{}", k(Action::Down), k(Action::Up)), "scroll"),
             (k(Action::Back), "back"),
             (k(Action::Help), "help"),
@@ -59,6 +74,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     (k(Action::Select), "confirm"),
                     (k(Action::Override), "override"),
                     (k(Action::WalkBack), "back"),
+                    (k(Action::NextPane), "path"),
                     ("Esc".into(), "cancel/leave"),
                     (k(Action::ExportMd), "export"),
                     (k(Action::Help), "help"),
@@ -72,6 +88,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 if app.run.pane == 2 { "tensor" } else { "move" },
             ),
             (k(Action::Select), "open"),
+            (k(Action::WalkFrom), "walk from"),
             (k(Action::Check), "re-check"),
             (k(Action::Back), "back"),
             (k(Action::Help), "help"),

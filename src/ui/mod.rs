@@ -64,6 +64,7 @@ impl Widget for &App {
                 Overlay::None => {}
                 Overlay::Help { filter } => help::render(self, filter, body, buf),
                 Overlay::Palette { input, sel } => palette::render(self, input, *sel, body, buf),
+                Overlay::FirstRun => first_run(self, body, buf),
             }
         }
         if self.theme.ascii {
@@ -106,6 +107,39 @@ impl App {
         }
         Line::from(spans).render(area, buf);
     }
+}
+
+/// The one-screen hint shown when mltriage starts without a run.
+fn first_run(app: &App, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let w = S::HINT_LINES
+        .iter()
+        .map(|l| l.chars().count() as u16)
+        .max()
+        .unwrap_or(40)
+        + 4;
+    let r = centered(
+        area,
+        w.min(area.width),
+        (S::HINT_LINES.len() as u16 + 2).min(area.height),
+    );
+    Clear.render(r, buf);
+    let lines: Vec<Line> = S::HINT_LINES
+        .iter()
+        .map(|l| match l.split_once("  ") {
+            Some((k, rest)) if !k.is_empty() && !k.contains(' ') || k.starts_with("mltriage ") => {
+                Line::from(vec![
+                    Span::styled(k.to_string(), t.key()),
+                    Span::raw(format!("  {rest}")),
+                ])
+            }
+            _ => Line::raw(*l),
+        })
+        .collect();
+    Paragraph::new(lines)
+        .block(pane(app, S::HINT_TITLE, true))
+        .wrap(Wrap { trim: false })
+        .render(r, buf);
 }
 
 fn too_small(area: Rect, buf: &mut Buffer) {

@@ -15,6 +15,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 use super::{fmt, home::findings_pane, pane, strings as S, weights};
 use crate::app::App;
 use crate::catalog::Threshold;
+use crate::findings::Finding;
 use crate::triage::jobs::SeriesView;
 
 /// One chart: canonical metric name, title, probe-id prefixes whose findings mark it.
@@ -55,8 +56,30 @@ fn band(app: &App, metric: &str) -> Option<(f64, f64, String)> {
     }
 }
 
-fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf: &mut Buffer) {
+/// One metric chart: the run screen draws three, the walk screen the one that answered
+/// its question.
+pub struct SeriesChart<'a> {
+    /// Canonical metric name (`loss`, `grad_norm`, `learning_rate`).
+    pub metric: &'a str,
+    pub title: &'a str,
+    /// Findings whose failing/warning evidence steps are marked on the curve…
+    pub findings: &'a [Finding],
+    /// …when their probe id starts with one of these.
+    pub probes: &'a [&'a str],
+    /// Only steps in this range (e.g. the first steps for the step-0 loss).
+    pub window: Option<(f64, f64)>,
+    /// A reference curve drawn beside the series (the declared LR schedule).
+    pub reference: Option<(String, Vec<(f64, f64)>)>,
+}
+
+/// A step as an integer label.
+fn step_label(x: f64) -> String {
+    format!("{}", x.round() as i64)
+}
+
+pub fn series_chart(app: &App, c: &SeriesChart, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
+    let (metric, title) = (c.metric, c.title);
     let series: Option<&SeriesView> = app
         .run
         .summary
@@ -69,13 +92,15 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
         Line::styled(S::NO_SERIES, t.dim()).render(inner, buf);
         return;
     };
+    let in_window = |x: f64| c.window.is_none_or(|(a, b)| x >= a && x <= b);
     let data: Vec<(f64, f64)> = s
         .points
         .iter()
         .copied()
-        .filter(|p| p.1.is_finite())
+        .filter(|p| p.1.is_finite() && in_window(p.0))
         .collect();
-    let nonfinite = s.points.len() - data.len();
+    let shown = s.points.iter().filter(|p| in_window(p.0)).count();
+    let nonfinite = shown - data.len();
     let (x0, x1) = (
         data.first().map(|p| p.0).unwrap_or(0.0),
         data.last()
@@ -83,8 +108,26 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
             .unwrap_or(1.0)
             .max(data.first().map(|p| p.0 + 1.0).unwrap_or(1.0)),
     );
-    let mut y0 = data.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let mut y1 = data.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    let reference: Vec<(f64, f64)> = c
+        .reference
+        .as_ref()
+        .map(|(_, v)| {
+            v.iter()
+                .copied()
+                .filter(|p| p.1.is_finite() && in_window(p.0))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut y0 = data
+        .iter()
+        .chain(&reference)
+        .map(|p| p.1)
+        .fold(f64::INFINITY, f64::min);
+    let mut y1 = data
+        .iter()
+        .chain(&reference)
+        .map(|p| p.1)
+        .fold(f64::NEG_INFINITY, f64::max);
     let band = band(app, metric);
     if let Some((lo, hi, _)) = &band {
         y0 = y0.min(*lo);
@@ -101,9 +144,9 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
     // Anomalies: steps named by failing/warning findings of this chart's probes, and
     // points outside the band.
     let mut anomalies: Vec<(f64, f64)> = Vec::new();
-    for f in &app.run.findings {
+    for f in c.findings {
         if !matches!(f.status, Status::Fail | Status::Warn)
-            || !probes.iter().any(|p| f.probe.starts_with(p))
+            || !c.probes.iter().any(|p| f.probe.starts_with(p))
         {
             continue;
         }
@@ -129,54 +172,69 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
         .flat_map(|(lo, hi, _)| [[(x0, *lo), (x1, *lo)], [(x0, *hi), (x1, *hi)]])
         .collect();
     let mut datasets = vec![Dataset::default()
-        .name(s.tag.clone())
         .marker(Marker::Braille)
         .graph_type(GraphType::Line)
         .style(t.series(0))
         .data(&data)];
-    for (i, l) in band_lines.iter().enumerate() {
-        let ds = Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(t.band())
-            .data(l);
-        datasets.push(if i == 0 {
-            ds.name(format!(
-                "{} {}",
-                S::BAND,
-                band.as_ref().map(|b| b.2.as_str()).unwrap_or("")
-            ))
-        } else {
-            ds
-        });
+    // The legend sits on its own line under the plot: it never covers the curve.
+    let mut legend = vec![Span::styled(format!("━ {}", s.tag), t.series(0))];
+    if !reference.is_empty() {
+        datasets.push(
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(t.series(1))
+                .data(&reference),
+        );
+        let name = c.reference.as_ref().map(|r| r.0.as_str()).unwrap_or("");
+        legend.push(Span::styled(format!("  ━ {name}"), t.series(1)));
+    }
+    for l in &band_lines {
+        datasets.push(
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(t.band())
+                .data(l),
+        );
+    }
+    if let Some(b) = &band {
+        legend.push(Span::styled(format!("  ─ {} {}", S::BAND, b.2), t.band()));
     }
     if !anomalies.is_empty() {
         datasets.push(
             Dataset::default()
-                .name(format!("× {}", S::ANOMALY))
                 .marker(Marker::Block)
                 .graph_type(GraphType::Scatter)
                 .style(t.error())
                 .data(&anomalies),
         );
+        legend.push(Span::styled(
+            format!("  █ {} ×{}", S::ANOMALY, anomalies.len()),
+            t.error(),
+        ));
     }
-    let mut title = format!("{title} ({} pts", s.points.len());
+    let mut title = format!("{title} ({} pts", shown);
     if nonfinite > 0 {
         title.push_str(&format!(", ✗ {nonfinite} non-finite"));
     }
     if let Some(a) = anomalies.first() {
-        title.push_str(&format!(", █ {} at step {}", S::ANOMALY, a.0));
+        title.push_str(&format!(", █ {} at step {}", S::ANOMALY, step_label(a.0)));
     }
     title.push(')');
     let block = pane(app, &title, false);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let legend_h = u16::from(inner.height >= 5);
+    let [plot, legend_area] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(legend_h)]).areas(inner);
     // Small charts drop the x labels to keep room for the curve.
-    let x_labels = if area.height >= 8 {
-        vec![Span::raw(fmt(x0)), Span::raw(fmt(x1))]
+    let x_labels = if plot.height >= 4 {
+        vec![Span::raw(step_label(x0)), Span::raw(step_label(x1))]
     } else {
         Vec::new()
     };
     Chart::new(datasets)
-        .block(block)
         .x_axis(
             Axis::default()
                 .bounds([x0, x1])
@@ -189,8 +247,11 @@ fn chart(app: &App, metric: &str, title: &str, probes: &[&str], area: Rect, buf:
                 .labels([Span::raw(fmt(y0)), Span::raw(fmt(y1))])
                 .style(t.dim()),
         )
-        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)))
-        .render(area, buf);
+        .legend_position(None)
+        .render(plot, buf);
+    if legend_h > 0 {
+        Line::from(legend).render(legend_area, buf);
+    }
 }
 
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
@@ -221,7 +282,15 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     if charts.width > 0 {
         let rows = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(charts);
         for (i, (m, title, probes)) in CHARTS.iter().enumerate() {
-            chart(app, m, title, probes, rows[i], buf);
+            let c = SeriesChart {
+                metric: m,
+                title,
+                findings: &app.run.findings,
+                probes,
+                window: None,
+                reference: None,
+            };
+            series_chart(app, &c, rows[i], buf);
         }
     }
     if weights_area.width > 0 {

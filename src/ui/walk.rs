@@ -9,10 +9,12 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, Paragraph, Widget, Wrap};
 
-use super::{find_words, highlighted, pane, strings as S};
-use crate::app::App;
+use super::run::{series_chart, SeriesChart};
+use super::{find_words, highlighted, pane, strings as S, weights};
+use crate::app::{App, NodeChart, WalkState};
 use crate::catalog::NodeKind;
 use crate::trees::question;
+use crate::triage::batch_rows::BatchRows;
 
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
@@ -162,11 +164,42 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     }
 
     let gauge_h = u16::from(running.is_some()) * 2;
-    let [text, gauge] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(gauge_h)]).areas(inner);
-    Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
-        .render(text, buf);
+    let wrapped_h = |ls: &[Line]| -> u16 {
+        ls.iter()
+            .map(|l| (l.width() as u16).div_ceil(inner.width.max(1)).max(1))
+            .sum()
+    };
+    // With a chart to draw, the question wraps (at most 3 rows) and every other line takes
+    // one row, so the statistic that answered gets the rest (at least 5 rows).
+    let with_chart = ws.chart.is_some() && running.is_none() && !show_choices;
+    let q_h = wrapped_h(&lines[..1]).min(3);
+    let compact_h = q_h + lines.len().saturating_sub(1) as u16;
+    let chart_h = if with_chart {
+        inner.height.saturating_sub(compact_h + gauge_h)
+    } else {
+        0
+    };
+    let chart_h = if chart_h >= 5 { chart_h } else { 0 };
+    let [text, chart_area, gauge] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(chart_h),
+        Constraint::Length(gauge_h),
+    ])
+    .areas(inner);
+    if chart_h > 0 {
+        let [q, rest] = Layout::vertical([Constraint::Length(q_h), Constraint::Min(0)]).areas(text);
+        let mut lines = lines;
+        let rest_lines = lines.split_off(1);
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .render(q, buf);
+        Paragraph::new(rest_lines).render(rest, buf);
+        node_chart(app, ws, chart_area, buf);
+    } else {
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .render(text, buf);
+    }
     if let Some(j) = running {
         Gauge::default()
             .gauge_style(t.key())
@@ -179,33 +212,167 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             .render(Rect { height: 1, ..gauge }, buf);
     }
 
-    // The path so far, with each answer and where it came from.
-    let block = pane(app, "Path", false);
+    // The path so far, with each answer and where it came from; the route above a "walk
+    // from here" start is one line until Tab opens it.
+    let block = pane(app, S::PATH, false);
     let inner = block.inner(path);
     block.render(path, buf);
-    let skip = w.path.len().saturating_sub(inner.height as usize);
-    let lines: Vec<Line> = w
-        .path
-        .iter()
-        .skip(skip)
-        .map(|s| {
-            Line::from(vec![
-                Span::styled(format!("{:<16}", s.id), t.key()),
-                Span::raw(format!("{} ", s.answer)),
-                Span::styled(
-                    format!(
-                        "{}({})",
-                        if s.measured.is_empty() {
-                            String::new()
-                        } else {
-                            format!("{} ", s.measured)
-                        },
-                        s.source.as_str()
-                    ),
-                    t.dim(),
+    let step_line = |s: &crate::trees::Step| {
+        Line::from(vec![
+            Span::styled(format!("{:<16}", s.id), t.key()),
+            Span::raw(format!("{} ", s.answer)),
+            Span::styled(
+                format!(
+                    "{}({})",
+                    if s.measured.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} ", s.measured)
+                    },
+                    s.source.as_str()
                 ),
-            ])
-        })
+                t.dim(),
+            ),
+        ])
+    };
+    let above = w.from.as_ref().map_or(0, |f| f.above.min(w.path.len()));
+    let mut lines: Vec<Line> = Vec::new();
+    if above > 0 && !ws.path_open {
+        let f = w.from.as_ref().expect("above > 0");
+        let answered = w.path[..above]
+            .iter()
+            .filter(|s| !matches!(s.source, crate::trees::Source::Route))
+            .count();
+        lines.push(Line::from(vec![
+            Span::styled("▸ ", t.key()),
+            Span::raw(format!("{above} {} {} ", S::ROUTE_ABOVE, f.id)),
+            Span::styled(
+                format!("({answered} answered by the run) · {}", S::ROUTE_EXPAND),
+                t.dim(),
+            ),
+        ]));
+        lines.extend(w.path[above..].iter().map(step_line));
+    } else {
+        if above > 0 {
+            lines.push(Line::styled(format!("▾ {}", S::ROUTE_COLLAPSE), t.dim()));
+        }
+        lines.extend(w.path.iter().map(step_line));
+    }
+    let skip = lines.len().saturating_sub(inner.height as usize);
+    let keep_head = usize::from(above > 0 && skip > 0);
+    let lines: Vec<Line> = lines
+        .iter()
+        .take(keep_head)
+        .cloned()
+        .chain(lines.iter().skip(skip + keep_head).cloned())
         .collect();
     Paragraph::new(lines).render(inner, buf);
+}
+
+/// The chart under the verdict: the series, tensor or batch statistic that answered.
+fn node_chart(app: &App, ws: &WalkState, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let probe = ws
+        .walk
+        .node()
+        .and_then(|n| n.probe.clone())
+        .unwrap_or_default();
+    let probes = [probe.as_str()];
+    match &ws.chart {
+        Some(NodeChart::Series {
+            metric,
+            window,
+            declared,
+        }) => {
+            let reference = declared.then(|| declared_lr(app)).flatten();
+            let title = match *metric {
+                "learning_rate" => "learning rate",
+                "grad_norm" => "grad norm",
+                m => m,
+            };
+            let c = SeriesChart {
+                metric,
+                title,
+                findings: &ws.findings,
+                probes: &probes,
+                window: *window,
+                reference,
+            };
+            series_chart(app, &c, area, buf);
+        }
+        Some(NodeChart::Tensor { tensor }) => {
+            let block = pane(app, tensor, false);
+            let inner = block.inner(area);
+            block.render(area, buf);
+            match (&ws.hist, &ws.chart_error) {
+                (Some(h), _) => weights::tensor_hist(app, h, inner, buf),
+                (None, Some(e)) => Line::styled(format!("✗ {e}"), t.error()).render(inner, buf),
+                (None, None) => Line::styled(S::CHART_READING, t.dim()).render(inner, buf),
+            }
+        }
+        Some(NodeChart::Batch { file }) => {
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let block = pane(app, format!("{} · {name}", S::ROWS_TITLE), false);
+            let inner = block.inner(area);
+            block.render(area, buf);
+            match (&ws.rows, &ws.chart_error) {
+                (Some(r), _) => batch_rows(app, r, inner, buf),
+                (None, Some(e)) => Line::styled(format!("✗ {e}"), t.error()).render(inner, buf),
+                (None, None) => Line::styled(S::CHART_READING, t.dim()).render(inner, buf),
+            }
+        }
+        None => {}
+    }
+}
+
+/// The declared LR schedule at the logged LR steps, when the facts declare one.
+fn declared_lr(app: &App) -> Option<(String, Vec<(f64, f64)>)> {
+    let s = app
+        .run
+        .summary
+        .as_ref()?
+        .series
+        .iter()
+        .find(|s| s.name == "learning_rate")?;
+    let steps: Vec<u64> = s.points.iter().map(|p| p.0.max(0.0) as u64).collect();
+    let facts = app.all_facts();
+    let v = mltriage_probes::probes::metric::lr::declared_curve(&facts, &steps)?;
+    let name = format!("declared {}", facts.get("schedule").unwrap_or_default());
+    Some((name, steps.iter().map(|&x| x as f64).zip(v).collect()))
+}
+
+/// One line per row: `row  ████░░░░  62% masked  (pad 30%)`.
+fn batch_rows(app: &App, r: &BatchRows, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let mut lines = vec![Line::styled(
+        format!("{} · labels == {} per row", r.tensor, r.ignore),
+        t.dim(),
+    )];
+    let bar_w = (area.width as usize).saturating_sub(28).clamp(4, 40);
+    let rows = (area.height as usize).saturating_sub(1);
+    for (i, m) in r.masked.iter().enumerate().take(rows) {
+        let filled = (m * bar_w as f64).round() as usize;
+        let mut spans = vec![
+            Span::styled(format!("{i:>4} "), t.key()),
+            Span::styled("█".repeat(filled), t.series(0)),
+            Span::styled("░".repeat(bar_w - filled.min(bar_w)), t.dim()),
+            Span::raw(format!(" {:>4.0}% masked", m * 100.0)),
+        ];
+        if let Some(p) = r.padded.as_ref().and_then(|p| p.get(i)) {
+            spans.push(Span::styled(
+                format!("  {} {:.0}%", S::ROWS_PAD, p * 100.0),
+                t.dim(),
+            ));
+        }
+        lines.push(Line::from(spans));
+    }
+    if r.masked.len() > rows && rows > 0 {
+        if let Some(last) = lines.last_mut() {
+            *last = Line::styled(format!("… {} rows", r.masked.len()), t.dim());
+        }
+    }
+    Paragraph::new(lines).render(area, buf);
 }

@@ -240,6 +240,19 @@ fn stats_lines(
 }
 
 /// Every side (init, now) with its statistics, bars and axis.
+/// A tensor's histogram without the list (the walk chart of a checkpoint question).
+pub fn tensor_hist(app: &App, h: &TensorHist, area: Rect, buf: &mut Buffer) {
+    let first = h.sides.last();
+    let row = TensorRow {
+        name: h.tensor.clone(),
+        dtype: first.map(|s| s.dtype.clone()).unwrap_or_default(),
+        shape: first.map(|s| s.shape.clone()).unwrap_or_default(),
+        in_now: true,
+        in_init: h.sides.len() > 1,
+    };
+    hist(app, h, &row, area, buf);
+}
+
 fn hist(app: &App, h: &TensorHist, row: &TensorRow, area: Rect, buf: &mut Buffer) {
     let n = h.sides.len().max(1) as u32;
     let side_by_side = h.sides.len() > 1 && area.width >= 90;

@@ -1,6 +1,7 @@
 //! Learning-rate probes: `lr_schedule` (the logged LR against the declared schedule) and
 //! `lr_warmup_peak`.
 
+use crate::facts::Facts;
 use crate::metrics::Point;
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 
@@ -36,6 +37,20 @@ fn declared_lr(
     }
 }
 
+/// The LR the facts declare (`schedule`, `lr_max`, `warmup_steps`, …) at each of `steps`,
+/// for drawing beside the logged curve; None when no modelled schedule is declared.
+pub fn declared_curve(f: &Facts, steps: &[u64]) -> Option<Vec<f64>> {
+    let kind = f.get("schedule")?.trim().to_ascii_lowercase();
+    let lr_max = f.f64("lr_max").filter(|m| *m > 0.0)?;
+    let last = steps.iter().copied().max().unwrap_or(0);
+    let d = DeclaredSchedule::from_facts(f, &kind, last);
+    let total = d.total.unwrap_or(f64::INFINITY);
+    steps
+        .iter()
+        .map(|&t| d.rel_at(total, t as f64, 0.0).map(|r| r * lr_max))
+        .collect()
+}
+
 fn is_step_kind(kind: &str) -> bool {
     matches!(kind, "step" | "multistep" | "step_decay" | "warmup_step")
 }
@@ -54,8 +69,7 @@ struct DeclaredSchedule {
 }
 
 impl DeclaredSchedule {
-    fn from_facts(ctx: &ProbeCtx, kind: &str, last_step: u64) -> Self {
-        let f = ctx.facts;
+    fn from_facts(f: &Facts, kind: &str, last_step: u64) -> Self {
         let mut milestones: Vec<f64> = f
             .list("milestones")
             .iter()
@@ -236,7 +250,7 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
         .map(|x| x.trim().to_ascii_lowercase());
     let decl = declared
         .as_deref()
-        .map(|k| DeclaredSchedule::from_facts(ctx, k, b));
+        .map(|k| DeclaredSchedule::from_facts(ctx.facts, k, b));
     let warmup = decl.as_ref().map(|d| d.warmup).unwrap_or(0.0);
     let warmup_known = ctx.facts.f64("warmup_steps").is_some();
     let lr_max = ctx.facts.f64("lr_max").filter(|m| *m > 0.0);
