@@ -9,6 +9,7 @@ pub mod candle_io;
 pub mod compare;
 pub mod dtype;
 pub mod optim;
+pub mod pass;
 pub mod pickle;
 pub mod safetensors;
 pub mod stats;
