@@ -15,8 +15,9 @@ use crate::config::AdapterConfig;
 use crate::device::Compute;
 use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
 use crate::run::{ArtifactKind, CheckpointDir, Run};
+use crate::tensors::pass::Pass;
 use crate::tensors::{
-    lookup, read_pickled_dict, stats_on_device, DType, DiffStats, OptimizerState, TensorFile,
+    lookup, pass, read_pickled_dict, stats_on_device, DType, DiffStats, OptimizerState, TensorFile,
     TensorInfo, TensorStats, Value,
 };
 
@@ -333,11 +334,15 @@ impl Model {
             .map(|&i| self.names[i].0.as_str())
     }
 
+    /// From the tensor pass (read once per process), or on the GPU with candle.
     fn stats(&self, name: &str, compute: &Compute) -> Result<TensorStats, String> {
         let f = self
             .file(name)
             .ok_or_else(|| format!("no tensor {name:?}"))?;
-        tstats(f, name, compute)
+        if compute.is_cuda() {
+            return tstats(f, name, compute);
+        }
+        pass::stats(f, name).map_err(|e| e.to_string())
     }
 
     /// Compares `name` here (the earlier weights) with `other_name` in `other`.
@@ -348,12 +353,59 @@ impl Model {
         let b = other
             .file(other_name)
             .ok_or_else(|| format!("no tensor {other_name:?}"))?;
-        a.compare(name, b, other_name).map_err(|e| e.to_string())
+        pass::diff(a, name, b, other_name).map_err(|e| e.to_string())
     }
 
     fn has_lora(&self) -> bool {
         self.names.iter().any(|(n, _)| is_lora(n))
     }
+}
+
+/// Plans and runs the tensor pass of a whole check: every figure the checkpoint probes ask for
+/// in the usual case, read in one go — statistics of every tensor of the first, the init and
+/// the newest checkpoints, and how each tensor moved between consecutive checkpoints among the
+/// last four — so each checkpoint file is read once. Anything else a probe asks is read then.
+pub fn prefetch(run: &Run, compute: &Compute) {
+    let cks = weight_ckpts(run);
+    let Some(last) = cks.len().checked_sub(1) else {
+        return;
+    };
+    let start = cks.len().saturating_sub(4);
+    let init = cks.iter().position(|c| is_init_ckpt(c)).unwrap_or(0);
+    let mut models: Vec<(usize, Model)> = Vec::new();
+    for i in 0..cks.len() {
+        if i == 0 || i == init || i >= start {
+            if let Ok(m) = Model::open(cks[i]) {
+                models.push((i, m));
+            }
+        }
+    }
+    let mut plan = Pass::new();
+    if !compute.is_cuda() {
+        for (i, m) in &models {
+            if *i == 0 || *i == init || *i == last {
+                for (name, _) in m.infos() {
+                    if let Some(f) = m.file(name) {
+                        plan.stats(f, name);
+                    }
+                }
+            }
+        }
+    }
+    for w in models.windows(2) {
+        let ((ia, a), (ib, b)) = (&w[0], &w[1]);
+        if *ia < start || *ib != ia + 1 {
+            continue;
+        }
+        for (name, _) in b.infos() {
+            if let (Some(an), Some(fb)) = (a.find(name), b.file(name)) {
+                if let Some(fa) = a.file(an) {
+                    plan.diff(fa, an, fb, name);
+                }
+            }
+        }
+    }
+    plan.run();
 }
 
 /// Checkpoints with weights, ordered by step, one per step (a checkpoint folder wins over the
@@ -745,7 +797,16 @@ fn tied_head_copy(m: &Model, name: &str, info: &TensorInfo) -> Option<String> {
                 && HEAD_MODULES.contains(&last_component(module_of(n)))
                 && i.shape == info.shape
         })
-        .find(|(hn, _)| m.diff(name, m, hn).is_ok_and(|d| d.identical_bytes))
+        .find(|(hn, _)| {
+            // Byte-identical tensors have identical statistics (already read): compare bytes
+            // only when those agree.
+            let f = |n: &str| m.file(n).and_then(|f| pass::stats(f, n).ok());
+            let same = match (f(name), f(hn)) {
+                (Some(x), Some(y)) => x.count == y.count && x.hist == y.hist && x.l2 == y.l2,
+                _ => true,
+            };
+            same && m.diff(name, m, hn).is_ok_and(|d| d.identical_bytes)
+        })
         .map(|(hn, _)| hn.to_string())
 }
 

@@ -199,6 +199,7 @@ impl Acc {
 
 /// Decodes up to `out.len()` f32-exact elements (F32/F16/BF16/F8/small ints/bool) from `raw`;
 /// returns how many were written.
+#[inline(always)]
 pub(crate) fn decode_f32(raw: &[u8], dt: DType, out: &mut [f32]) -> usize {
     let n = (raw.len() / dt.size()).min(out.len());
     let out = &mut out[..n];

@@ -154,6 +154,17 @@ pub fn diff(a: &TensorFile, an: &str, b: &TensorFile, bn: &str) -> Result<DiffSt
     r.unwrap_or_else(|| Err(lost(b))).map_err(|f| f.error())
 }
 
+/// Sets how many threads read and reduce tensors (rayon's global pool; call before any pass).
+pub fn set_threads(n: usize) -> std::result::Result<(), String> {
+    if n == 0 {
+        return Err("expected at least 1".into());
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global()
+        .map_err(|e| e.to_string())
+}
+
 fn lost(tf: &TensorFile) -> Failure {
     Failure::new(&ReadError::format(
         tf.path(),
