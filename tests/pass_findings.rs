@@ -4,7 +4,7 @@
 //! same process (the TUI's re-check) is answered from the cache with the same findings.
 
 use mltriage::catalog::Catalog;
-use mltriage::check::check;
+use mltriage::triage::check::check;
 use mltriage_probes::device::Compute;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::run::Run;
@@ -16,7 +16,7 @@ fn fixtures() -> std::path::PathBuf {
 
 /// Findings as JSON values with every number rounded to 6 significant digits (the pass sums
 /// some differences in f32 lanes, the old path in f64: the last bits may differ).
-fn findings(r: &mltriage::check::Report) -> Vec<serde_json::Value> {
+fn findings(r: &mltriage::triage::check::Report) -> Vec<serde_json::Value> {
     fn round(v: serde_json::Value) -> serde_json::Value {
         use serde_json::Value as J;
         match v {

@@ -1,274 +1,244 @@
-//! A thin, pure walk over a declarative tree ([`TreeDef`]): the current node, the value
-//! that answered it (from a probe, a fact or the user) and the branch it proposes; confirm,
-//! override and back. No I/O — the app asks the worker for probe results and feeds them in.
-//! It is not `crate::trees::Walk`: that engine borrows the catalog (`Walk<'c>`) and
-//! answers a node in one step, while the TUI owns its catalog behind an `Arc` and needs a
-//! proposal the user confirms or overrides; the verdict choice is shared
-//! ([`crate::trees::auto::pick`]).
+//! The walk screen's state and keys: a [`Walk`] (the engine in `crate::trees`) with the
+//! probe job answering the current node, the override list, a fact typed in; confirm, pick,
+//! back, and exporting the transcript.
 
-use mltriage_probes::probe::Status;
+use std::path::PathBuf;
 
-use crate::catalog::{Catalog, NodeDef, NodeKind, TreeDef};
-use crate::findings::Finding;
+use crossterm::event::KeyCode;
 
-/// Where an answer came from (transcript `source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    Probe,
-    Fact,
-    User,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Probe => "probe",
-            Source::Fact => "fact",
-            Source::User => "user",
-        }
-    }
-}
-
-/// The answer proposed for the current node, waiting for the user's confirmation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Proposal {
-    /// Branch label (outcome, fact value or option label).
-    pub answer: String,
-    pub next: String,
-    pub measured: String,
-    pub expected: String,
-    pub status: Option<Status>,
-    pub message: String,
-    pub source: Source,
-}
-
-/// One answered node.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Step {
-    pub id: String,
-    pub question: String,
-    pub answer: String,
-    pub measured: String,
-    pub source: Source,
-    #[serde(skip)]
-    pub next: String,
-}
-
-/// A branch the user can pick at the current node: (label, next node).
-pub type Choice = (String, String);
+use super::export::{self, Format};
+use super::{Action, App, Effect, Screen};
+use crate::catalog::NodeKind;
+use crate::look::strings as S;
+use crate::trees::{Source, Walk};
+use crate::triage::jobs::{JobId, JobKind};
 
 #[derive(Debug, Clone)]
-pub struct Walk {
-    pub tree: TreeDef,
-    pub current: String,
-    pub path: Vec<Step>,
-    pub proposal: Option<Proposal>,
+pub struct WalkState {
+    pub walk: Walk,
+    pub sel: usize,
+    pub override_open: bool,
+    /// Typing a fact the node needs.
+    pub fact_input: Option<String>,
+    pub job: Option<JobId>,
 }
 
-/// Branch for a label: exact, case-insensitive, then `default`.
-pub fn branch_for<'a>(node: &'a NodeDef, label: &str) -> Option<&'a str> {
-    node.branches
-        .get(label)
-        .or_else(|| {
-            node.branches
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(label))
-                .map(|(_, v)| v)
-        })
-        .or_else(|| node.branches.get("default"))
-        .map(String::as_str)
-}
-
-/// The question text of a node (its own, else its entry's question or title).
-pub fn question(cat: &Catalog, node: &NodeDef) -> String {
-    if let Some(q) = &node.question {
-        return q.clone();
-    }
-    node.entry
-        .as_deref()
-        .and_then(|e| cat.entry(e))
-        .map(|e| e.question.clone().unwrap_or_else(|| e.title.clone()))
-        .unwrap_or_else(|| node.id.clone())
-}
-
-impl Walk {
-    pub fn new(tree: &TreeDef) -> Walk {
-        Walk {
-            tree: tree.clone(),
-            current: tree.root.clone(),
-            path: Vec::new(),
-            proposal: None,
+impl App {
+    /// A key while a fact node waits for its value to be typed. Returns whether it was taken.
+    pub(super) fn walk_fact_key(&mut self, code: KeyCode, plain_char: Option<char>) -> bool {
+        let Some(w) = self.walk.as_mut() else {
+            return false;
+        };
+        let Some(buf) = w.fact_input.as_mut() else {
+            return false;
+        };
+        match code {
+            KeyCode::Esc => w.fact_input = None,
+            KeyCode::Backspace => {
+                buf.pop();
+            }
+            KeyCode::Enter => {
+                let v = buf.trim().to_string();
+                if !v.is_empty() {
+                    w.fact_input = None;
+                    if let Some(key) = w.walk.node().and_then(|n| n.fact.clone()) {
+                        self.facts.set_user(&key, &v);
+                    }
+                    if let Some(w) = self.walk.as_mut() {
+                        w.walk.propose_fact(&v, Source::User);
+                    }
+                }
+            }
+            _ => {
+                if let Some(c) = plain_char {
+                    buf.push(c);
+                }
+            }
         }
+        true
     }
 
-    pub fn node(&self) -> Option<&NodeDef> {
-        self.tree.nodes.iter().find(|n| n.id == self.current)
+    pub fn start_walk(&mut self, tree: &str) {
+        let Some(t) = self.cat.tree(tree) else {
+            self.set_status(format!("{} {tree}", S::NO_SUCH_TREE), true);
+            return;
+        };
+        self.walk = Some(WalkState {
+            walk: Walk::new(t),
+            sel: 0,
+            override_open: false,
+            fact_input: None,
+            job: None,
+        });
+        self.go(Screen::Walk);
+        self.enter_node();
     }
 
-    pub fn node_by_id(&self, id: &str) -> Option<&NodeDef> {
-        self.tree.nodes.iter().find(|n| n.id == id)
-    }
-
-    pub fn is_leaf(&self) -> bool {
-        self.node().is_some_and(|n| n.kind == NodeKind::Leaf)
-    }
-
-    /// The branches the user may pick here (override list, choice options).
-    pub fn choices(&self) -> Vec<Choice> {
-        let Some(n) = self.node() else {
-            return Vec::new();
+    /// Arrive at the walk's current node: ask its probe, read its fact, or wait for a pick.
+    pub(super) fn enter_node(&mut self) {
+        let attached = self.run.attached.is_some();
+        let facts = self.all_facts();
+        let Some(w) = self.walk.as_mut() else { return };
+        w.sel = 0;
+        w.override_open = false;
+        w.fact_input = None;
+        let Some(n) = w.walk.node().cloned() else {
+            return;
         };
         match n.kind {
-            NodeKind::Choice => n
-                .options
-                .iter()
-                .map(|o| (o.label.clone(), o.next.clone()))
-                .collect(),
-            NodeKind::Leaf => Vec::new(),
-            _ => n
-                .branches
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        }
-    }
-
-    /// The probe's findings answer the current numeric node: the verdict the CLI's
-    /// `walk` would take ([`crate::trees::auto::pick`]: the node's entry, else the most
-    /// severe) picks the branch.
-    pub fn propose_from_findings(&mut self, findings: &[Finding]) {
-        let Some(n) = self.node() else { return };
-        let f = crate::trees::auto::pick(findings, n.entry.as_deref());
-        let (answer, measured, expected, status, message) = match f {
-            Some(f) => (
-                if f.outcome.is_empty() {
-                    f.status.as_str().to_string()
-                } else {
-                    f.outcome.clone()
-                },
-                f.measured.clone(),
-                f.expected.clone(),
-                Some(f.status),
-                f.message.clone(),
-            ),
-            None => (
-                "skip".to_string(),
-                String::new(),
-                String::new(),
-                Some(Status::Skip),
-                "no answer".to_string(),
-            ),
-        };
-        let next = branch_for(n, &answer).unwrap_or_default().to_string();
-        self.proposal = Some(Proposal {
-            answer,
-            next,
-            measured,
-            expected,
-            status,
-            message,
-            source: Source::Probe,
-        });
-    }
-
-    /// No probe can answer (no run attached): propose `skip` when the node has that branch.
-    pub fn propose_skip(&mut self, why: &str) {
-        let Some(n) = self.node() else { return };
-        let next = n.branches.get("skip").cloned().unwrap_or_default();
-        self.proposal = Some(Proposal {
-            answer: "skip".into(),
-            next,
-            measured: String::new(),
-            expected: String::new(),
-            status: Some(Status::Skip),
-            message: why.to_string(),
-            source: Source::Probe,
-        });
-    }
-
-    /// A fact's value answers the current fact node.
-    pub fn propose_fact(&mut self, value: &str, source: Source) {
-        let Some(n) = self.node() else { return };
-        let next = branch_for(n, value).unwrap_or_default().to_string();
-        self.proposal = Some(Proposal {
-            answer: value.to_string(),
-            next,
-            measured: value.to_string(),
-            expected: String::new(),
-            status: None,
-            message: String::new(),
-            source,
-        });
-    }
-
-    /// Accept the proposal and move on. Returns false when there is nothing to confirm or
-    /// the proposed branch leads nowhere.
-    pub fn confirm(&mut self, cat: &Catalog) -> bool {
-        let Some(p) = self.proposal.clone() else {
-            return false;
-        };
-        if p.next.is_empty() || self.node_by_id(&p.next).is_none() {
-            return false;
-        }
-        self.advance(cat, p.answer, p.measured, p.source, p.next);
-        true
-    }
-
-    /// The user picks branch `i` of [`Walk::choices`] (a choice node, or an override).
-    pub fn pick(&mut self, cat: &Catalog, i: usize) -> bool {
-        let Some((label, next)) = self.choices().into_iter().nth(i) else {
-            return false;
-        };
-        if self.node_by_id(&next).is_none() {
-            return false;
-        }
-        let measured = self
-            .proposal
-            .as_ref()
-            .map(|p| p.measured.clone())
-            .unwrap_or_default();
-        self.advance(cat, label, measured, Source::User, next);
-        true
-    }
-
-    fn advance(
-        &mut self,
-        cat: &Catalog,
-        answer: String,
-        measured: String,
-        source: Source,
-        next: String,
-    ) {
-        let q = self.node().map(|n| question(cat, n)).unwrap_or_default();
-        self.path.push(Step {
-            id: self.current.clone(),
-            question: q,
-            answer,
-            measured,
-            source,
-            next: next.clone(),
-        });
-        self.current = next;
-        self.proposal = None;
-    }
-
-    /// Step back one node. Returns false at the root.
-    pub fn back(&mut self) -> bool {
-        match self.path.pop() {
-            Some(s) => {
-                self.current = s.id;
-                self.proposal = None;
-                true
+            NodeKind::Numeric => match n.probe.clone() {
+                Some(p) if attached => {
+                    let id = self.submit(JobKind::Probe { probe: p });
+                    if let Some(w) = self.walk.as_mut() {
+                        w.job = Some(id);
+                    }
+                }
+                Some(_) => w.walk.propose_skip(S::NO_RUN_FOR_PROBE),
+                None => w.walk.propose_skip(S::NO_PROBE),
+            },
+            NodeKind::Fact => {
+                let key = n.fact.clone().unwrap_or_default();
+                match facts.fact(&key) {
+                    Some(f) => {
+                        let src = match f.source {
+                            mltriage_probes::facts::FactSource::User => Source::User,
+                            _ => Source::Fact(key.clone()),
+                        };
+                        w.walk.propose_fact(&f.value.clone(), src)
+                    }
+                    None if self.run.loading => {}
+                    None => w.fact_input = Some(String::new()),
+                }
             }
-            None => false,
+            NodeKind::Choice | NodeKind::Leaf => {}
         }
     }
 
-    /// Node ids from the root to here.
-    pub fn breadcrumb(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.path.iter().map(|s| s.id.clone()).collect();
-        v.push(self.current.clone());
-        v
+    pub(super) fn walk_pick(&mut self, i: usize) {
+        let cat = self.cat.clone();
+        let Some(w) = self.walk.as_mut() else { return };
+        if let Some(j) = w.job.take() {
+            self.jobs.retain(|x| x.id != j);
+            self.effects.push(Effect::Cancel);
+        }
+        let Some(w) = self.walk.as_mut() else { return };
+        if w.walk.pick(&cat, i) {
+            self.enter_node();
+        }
+    }
+
+    pub(super) fn update_walk(&mut self, a: Action) {
+        let cat = self.cat.clone();
+        let Some(w) = self.walk.as_mut() else {
+            self.back();
+            return;
+        };
+        let is_choice = w.walk.node().is_some_and(|n| n.kind == NodeKind::Choice);
+        let n_choices = w.walk.choices().len();
+        match a {
+            Action::Back => {
+                if let Some(j) = w.job.take() {
+                    // Esc cancels a running probe; the user can then pick a branch.
+                    self.jobs.retain(|x| x.id != j);
+                    self.effects.push(Effect::Cancel);
+                    w.walk.propose_skip(S::CANCELLED);
+                    self.set_status(S::CANCELLED, false);
+                } else if w.override_open {
+                    w.override_open = false;
+                } else {
+                    self.back();
+                }
+            }
+            Action::Up
+            | Action::Down
+            | Action::Top
+            | Action::Bottom
+            | Action::PageUp
+            | Action::PageDown => Self::move_sel(&mut w.sel, n_choices, a),
+            Action::Override if !w.walk.is_leaf() => {
+                w.override_open = !w.override_open;
+                // Start the override list at the proposed branch.
+                if let Some(p) = &w.walk.proposal {
+                    w.sel = w
+                        .walk
+                        .choices()
+                        .iter()
+                        .position(|(l, _)| *l == p.answer)
+                        .unwrap_or(0);
+                }
+            }
+            Action::Select => {
+                if w.walk.is_leaf() {
+                    if let Some(e) = w.walk.node().and_then(|n| n.entry.clone()) {
+                        self.open_entry(&e);
+                    }
+                } else if is_choice || w.override_open {
+                    let i = w.sel;
+                    self.walk_pick(i);
+                } else if w.job.is_some() {
+                    self.set_status(S::WAIT_PROBE, false);
+                } else if w.walk.confirm(&cat) {
+                    self.enter_node();
+                } else if w.walk.proposal.is_some() {
+                    w.override_open = true;
+                    self.set_status(S::BRANCH_MISSING, true);
+                }
+            }
+            Action::WalkBack => {
+                if let Some(j) = w.job.take() {
+                    self.jobs.retain(|x| x.id != j);
+                    self.effects.push(Effect::Cancel);
+                }
+                let Some(w) = self.walk.as_mut() else { return };
+                if w.walk.back() {
+                    self.enter_node();
+                } else {
+                    self.set_status(S::AT_ROOT, false);
+                }
+            }
+            Action::ExportMd => self.export(Format::Markdown, None),
+            Action::ExportJson => self.export(Format::Json, None),
+            // Re-ask the probe of this node.
+            Action::Check if w.job.is_none() => self.enter_node(),
+            _ => {}
+        }
+    }
+
+    /// Queue a transcript of the current walk for writing.
+    pub fn export(&mut self, fmt: Format, target: Option<PathBuf>) {
+        let Some(w) = &self.walk else {
+            self.set_status(S::NOTHING_TO_EXPORT, true);
+            return;
+        };
+        let run = self.run.attached.as_ref().map(|p| p.display().to_string());
+        let content = match fmt {
+            Format::Markdown => export::to_markdown(&self.cat, &w.walk, run.as_deref()),
+            Format::Json => {
+                serde_json::to_string_pretty(&export::to_json(&self.cat, &w.walk, run.as_deref()))
+                    .unwrap_or_default()
+                    + "\n"
+            }
+        };
+        let (dir, stem, ext) = match target {
+            Some(p) => {
+                let p = if p.is_relative() {
+                    self.export_dir.join(p)
+                } else {
+                    p
+                };
+                export::split_target(&p, fmt)
+            }
+            None => (
+                self.export_dir.clone(),
+                format!("mltriage-walk-{}", w.walk.tree.id),
+                fmt.ext().to_string(),
+            ),
+        };
+        self.effects.push(Effect::Write(export::Transcript {
+            dir,
+            stem,
+            ext,
+            content,
+        }));
     }
 }

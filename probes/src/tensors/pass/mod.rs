@@ -157,6 +157,15 @@ pub fn stats(tf: &TensorFile, name: &str) -> Result<TensorStats> {
     r.unwrap_or_else(|| Err(lost(tf))).map_err(|f| f.error())
 }
 
+/// Statistics of tensor `name` of `tf` if the pass has them already (reads nothing).
+pub fn cached_stats(tf: &TensorFile, name: &str) -> Option<TensorStats> {
+    if direct() {
+        return None;
+    }
+    let key = key_of(tf, name).ok()?;
+    cache().stats.get(&key)?.clone().ok()
+}
+
 /// How tensor `bn` of `b` differs from tensor `an` of `a`: from the cache, else read now.
 pub fn diff(a: &TensorFile, an: &str, b: &TensorFile, bn: &str) -> Result<DiffStats> {
     if direct() {
