@@ -104,6 +104,19 @@ impl App {
                 t.key(),
             ));
         }
+        // Checkpoint bytes being read by the tensor pass (a check, a weights view).
+        let p = mltriage_probes::tensors::pass::progress().snapshot();
+        if p.live_total > 0 {
+            spans.push(Span::styled(
+                format!(
+                    "   {} {}% of {:.1} GB",
+                    S::TENSOR_PASS,
+                    100 * p.live_done.min(p.live_total) / p.live_total,
+                    p.live_total as f64 / 1e9
+                ),
+                t.dim(),
+            ));
+        }
         Line::from(spans).render(area, buf);
     }
 }

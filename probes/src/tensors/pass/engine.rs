@@ -84,47 +84,82 @@ thread_local! {
 
 /// Runs a planned pass: every result (or the reason it could not be had) goes to the cache.
 pub(crate) fn run(items: &[Item<'_>], pairs: &[(usize, usize)]) {
-    let prog = progress();
-    // Resolve each item's source.
+    let mut srcs: Vec<Result<(DType, usize, Src<'_>), Failure>> = items
+        .iter()
+        .map(|it| {
+            let (info, loc) = it.tf.loc(&it.name).map_err(|e| Failure::new(&e))?;
+            let src = match it.tf.file_range(loc) {
+                Some((file, off, _, path)) => Src::File {
+                    file,
+                    off,
+                    path,
+                    fidx: 0,
+                },
+                None => Src::Whole,
+            };
+            Ok((info.dtype, info.numel(), src))
+        })
+        .collect();
+    let sizes: Vec<u64> = srcs
+        .iter()
+        .map(|s| s.as_ref().map_or(0, |(dt, n, _)| (dt.size() * n) as u64))
+        .collect();
+    let nbytes = |i: usize| sizes[i];
+    // Comparisons: streamed side by side (`linked`), or settled apart — an unreadable side,
+    // different element counts (errors), a side that must be read whole.
+    let mut linked: Vec<(usize, usize, usize)> = Vec::new();
+    let mut settled: Vec<(usize, Option<Failure>)> = Vec::new();
+    for (p, &(a, b)) in pairs.iter().enumerate() {
+        let (ia, ib) = (&items[a], &items[b]);
+        match (&srcs[a], &srcs[b]) {
+            (Err(f), _) | (_, Err(f)) => settled.push((p, Some(f.clone()))),
+            (Ok((_, na, _)), Ok((_, nb, _))) if na != nb => settled.push((
+                p,
+                Some(Failure::new(&ReadError::format(
+                    ib.tf.path(),
+                    format!(
+                        "tensor {:?} has {nb} elements, {:?} has {na}",
+                        ib.name, ia.name
+                    ),
+                ))),
+            )),
+            (Ok((_, _, Src::Whole)), _) | (_, Ok((_, _, Src::Whole))) => settled.push((p, None)),
+            _ => linked.push((p, a, b)),
+        }
+    }
+    // What is streamed, from which files; what is read whole.
+    let mut streamed = vec![false; items.len()];
+    for &(_, a, b) in &linked {
+        streamed[a] = true;
+        streamed[b] = true;
+    }
     let mut files: HashMap<&Path, usize> = HashMap::new();
     let mut file_bytes: Vec<u64> = Vec::new();
-    let mut srcs: Vec<Result<(DType, usize, Src<'_>), Failure>> = Vec::with_capacity(items.len());
-    let mut whole_bytes = 0u64;
-    for it in items {
-        let r = it.tf.loc(&it.name).map(|(info, loc)| {
-            let (dt, n) = (info.dtype, info.numel());
-            match it.tf.file_range(loc) {
-                Some((file, off, len, path)) => {
-                    let next = files.len();
-                    let fidx = *files.entry(path).or_insert(next);
-                    if fidx == file_bytes.len() {
-                        file_bytes.push(0);
-                    }
-                    file_bytes[fidx] += len as u64;
-                    (
-                        dt,
-                        n,
-                        Src::File {
-                            file,
-                            off,
-                            path,
-                            fidx,
-                        },
-                    )
+    let mut total = 0u64;
+    for (i, it) in items.iter().enumerate() {
+        let n = nbytes(i);
+        if let Ok((_, _, Src::File { path, fidx, .. })) = &mut srcs[i] {
+            if it.want_stats || streamed[i] {
+                streamed[i] = true;
+                let next = files.len();
+                *fidx = *files.entry(*path).or_insert(next);
+                if *fidx == file_bytes.len() {
+                    file_bytes.push(0);
                 }
-                None => {
-                    whole_bytes += info.nbytes() as u64;
-                    (dt, n, Src::Whole)
-                }
+                file_bytes[*fidx] += n;
+                total += n;
             }
-        });
-        srcs.push(r.map_err(|e| Failure::new(&e)));
+        } else if it.want_stats {
+            total += n;
+        }
     }
-    prog.plan(
-        file_bytes.len() as u64,
-        file_bytes.iter().sum::<u64>() + whole_bytes,
-    );
-    prog.start();
+    for &(p, ref f) in &settled {
+        if f.is_none() {
+            total += nbytes(pairs[p].0) + nbytes(pairs[p].1);
+        }
+    }
+    let prog = progress();
+    prog.begin(file_bytes.len() as u64, total);
     for &b in &file_bytes {
         if b == 0 {
             prog.file_done();
@@ -132,56 +167,35 @@ pub(crate) fn run(items: &[Item<'_>], pairs: &[(usize, usize)]) {
     }
     let file_left: Vec<AtomicU64> = file_bytes.iter().map(|&b| AtomicU64::new(b)).collect();
 
-    // Comparisons that cannot be streamed: an unreadable side, different element counts, or a
-    // side that is read whole.
-    let mut linked: Vec<(usize, usize, usize)> = Vec::new();
-    for (p, &(a, b)) in pairs.iter().enumerate() {
+    for (p, f) in settled {
+        let (a, b) = pairs[p];
         let (ia, ib) = (&items[a], &items[b]);
-        let key = (ia.key.clone(), ib.key.clone());
-        let res = match (&srcs[a], &srcs[b]) {
-            (Err(f), _) | (_, Err(f)) => Some(Err(f.clone())),
-            (Ok((_, na, _)), Ok((_, nb, _))) if na != nb => {
-                Some(Err(Failure::new(&ReadError::format(
-                    ib.tf.path(),
-                    format!(
-                        "tensor {:?} has {nb} elements, {:?} has {na}",
-                        ib.name, ia.name
-                    ),
-                ))))
+        let r = match f {
+            Some(f) => Err(f),
+            None => {
+                let r = ia.tf.compare(&ia.name, ib.tf, &ib.name);
+                prog.bytes(nbytes(a) + nbytes(b));
+                r.map_err(|e| Failure::new(&e))
             }
-            (Ok((_, _, Src::Whole)), _) | (_, Ok((_, _, Src::Whole))) => {
-                Some(whole_diff(ia, ib).map_err(|e| Failure::new(&e)))
-            }
-            _ => None,
         };
-        match res {
-            Some(r) => {
-                cache().diffs.insert(key, r);
-            }
-            None => linked.push((p, a, b)),
-        }
+        cache().diffs.insert((ia.key.clone(), ib.key.clone()), r);
     }
     // Statistics of tensors read whole, or not found.
     for (i, it) in items.iter().enumerate() {
-        if !it.want_stats {
+        if !it.want_stats || streamed[i] {
             continue;
         }
         let r = match &srcs[i] {
             Err(f) => Err(f.clone()),
-            Ok((dt, _, Src::Whole)) => {
+            Ok((dt, _, _)) => {
                 let dt = *dt;
-                let r = it
-                    .tf
-                    .with_bytes(&it.name, |b| tensor_stats(b, dt))
-                    .map_err(|e| Failure::new(&e));
-                r
+                let r = it.tf.with_bytes(&it.name, |b| tensor_stats(b, dt));
+                prog.bytes(nbytes(i));
+                r.map_err(|e| Failure::new(&e))
             }
-            Ok(_) => continue,
         };
         cache().stats.insert(it.key.clone(), r);
     }
-
-    prog.bytes(whole_bytes);
 
     // Groups: streamed items joined by their comparisons (union-find).
     let mut parent: Vec<usize> = (0..items.len()).collect();
@@ -201,15 +215,7 @@ pub(crate) fn run(items: &[Item<'_>], pairs: &[(usize, usize)]) {
     let mut group_of: HashMap<usize, usize> = HashMap::new();
     let mut groups: Vec<Group<'_>> = Vec::new();
     let mut member_of: Vec<(usize, usize)> = vec![(usize::MAX, 0); items.len()];
-    let in_pair: Vec<bool> = {
-        let mut v = vec![false; items.len()];
-        for &(_, a, b) in &linked {
-            v[a] = true;
-            v[b] = true;
-        }
-        v
-    };
-    for (i, it) in items.iter().enumerate() {
+    for i in 0..items.len() {
         let Ok((
             dtype,
             numel,
@@ -223,7 +229,7 @@ pub(crate) fn run(items: &[Item<'_>], pairs: &[(usize, usize)]) {
         else {
             continue;
         };
-        if !it.want_stats && !in_pair[i] {
+        if !streamed[i] {
             continue;
         }
         let r = root(&mut parent, i);
@@ -277,7 +283,7 @@ pub(crate) fn run(items: &[Item<'_>], pairs: &[(usize, usize)]) {
         .par_iter()
         .with_max_len(1)
         .for_each(|&(g, lo, hi)| ctx.task(g, lo, hi));
-    prog.stop();
+    prog.end(total);
 }
 
 struct Ctx<'s, 'a> {
@@ -418,11 +424,6 @@ impl Ctx<'_, '_> {
             c.diffs.insert((ia.key.clone(), ib.key.clone()), r);
         }
     }
-}
-
-/// A comparison where a side cannot be streamed: both read whole, as `TensorFile::compare`.
-fn whole_diff(a: &Item<'_>, b: &Item<'_>) -> crate::Result<crate::tensors::DiffStats> {
-    a.tf.compare(&a.name, b.tf, &b.name)
 }
 
 #[cfg(unix)]
