@@ -106,12 +106,11 @@ impl App {
         }
         // Checkpoint bytes being read by the tensor pass (a check, a weights view).
         let p = mltriage_probes::tensors::pass::progress().snapshot();
-        if p.live_total > 0 {
+        if let Some(pct) = (100 * p.live_done.min(p.live_total)).checked_div(p.live_total) {
             spans.push(Span::styled(
                 format!(
-                    "   {} {}% of {:.1} GB",
+                    "   {} {pct}% of {:.1} GB",
                     S::TENSOR_PASS,
-                    100 * p.live_done.min(p.live_total) / p.live_total,
                     p.live_total as f64 / 1e9
                 ),
                 t.dim(),
