@@ -6,8 +6,8 @@
 #   scripts/bench_e2e.sh [BENCH_DIR]        (needs target/release/mltriage and make_big_run)
 set -uo pipefail
 DIR=${1:-${BENCH_DIR:-target/bench-data}}
-BIN=${MLTRIAGE_BIN:-target/release/mltriage}
-GEN=${MAKE_BIG_RUN:-target/release/examples/make_big_run}
+BIN=${MLTRIAGE_BIN:-${CARGO_TARGET_DIR:-target}/release/mltriage}
+GEN=${MAKE_BIG_RUN:-${CARGO_TARGET_DIR:-target}/release/examples/make_big_run}
 REPS=${BENCH_REPS:-5}
 mkdir -p "$DIR"
 

@@ -16,7 +16,8 @@ say "building release examples"
 cargo build --release --example bench_ui -p mltriage >&2 || exit 1
 cargo build --release -p mltriage-probes --example bench_stats --example bench_tfevents --example bench_sharded --example make_big_run >&2 || exit 1
 cargo build --release --bin mltriage >&2 || exit 1
-EX=target/release/examples
+REL=${CARGO_TARGET_DIR:-target}/release
+EX=$REL/examples
 
 PY=${BENCH_PYTHON:-}
 if [ -z "$PY" ]; then
@@ -50,7 +51,7 @@ fi
 
 say "whole processes vs cat: inspect FILE, check RUN, threads, a sharded run over a memory limit"
 # Run with nothing else of ours going on; the machine's load is recorded beside the numbers.
-E2E=$(MLTRIAGE_BIN=target/release/mltriage MAKE_BIG_RUN=$EX/make_big_run scripts/bench_e2e.sh "$DIR")
+E2E=$(MLTRIAGE_BIN=$REL/mltriage MAKE_BIG_RUN=$EX/make_big_run scripts/bench_e2e.sh "$DIR")
 
 say "tfevents vs tbparse"
 EV="$DIR/events.out.tfevents.bench.host"
@@ -78,7 +79,7 @@ if [ ! -d "$MANY/checkpoint-9999" ]; then
   tiny=tests/bad_inputs/zero_size.safetensors
   for i in $(seq 0 9999); do mkdir -p "$MANY/checkpoint-$i" && cp "$tiny" "$MANY/checkpoint-$i/model.safetensors"; done
 fi
-MANY_T=$( { /usr/bin/time -f "%e %M" target/release/mltriage inspect "$MANY" --json > "$DIR/many.json"; } 2>&1 | tail -1)
+MANY_T=$( { /usr/bin/time -f "%e %M" "$REL/mltriage" inspect "$MANY" --json > "$DIR/many.json"; } 2>&1 | tail -1)
 MANY_N=$(grep -c '"step"' "$DIR/many.json" || true)
 
 say "check on each shared fixture"
@@ -87,7 +88,7 @@ say "check on each shared fixture"
 FIX=""
 for run in ../shared/fixtures/*/; do
   [ -d "$run" ] || continue
-  t=$( { /usr/bin/time -f "%e %M" target/release/mltriage check "$run" --device cpu > /dev/null; } 2>&1 | tail -1)
+  t=$( { /usr/bin/time -f "%e %M" "$REL/mltriage" check "$run" --device cpu > /dev/null; } 2>&1 | tail -1)
   FIX+="$(basename "$run") $t"$'\n'
 done
 FIX=${FIX%$'\n'}
