@@ -11,6 +11,8 @@ GIB=${BENCH_GIB:-2}
 mkdir -p "$DIR"
 OUT=BENCHMARKS.md
 say() { echo "== $*" >&2; }
+# The "## GPU" section is measured on a GPU box by scripts/gpu-check.sh --record: kept as is.
+GPU_SECTION=$(awk '/^## /{f = /^## GPU/} f' "$OUT" 2>/dev/null)
 
 say "building release examples"
 cargo build --release --example bench_ui -p mltriage >&2 || exit 1
@@ -181,6 +183,10 @@ NOTE
   echo "copy delivers, so \`check\` of a 140 GB 70B checkpoint pair there is bound by reading it, as \`cat\` is. The"
   echo "1→2 thread speed-up above is what this shared 2-core VM gives; below 2× means the second core was"
   echo "busy with other work (see the load), not that the pass is serial."
+  if [ -n "$GPU_SECTION" ]; then
+    echo
+    echo "$GPU_SECTION"
+  fi
   echo
   echo "## Raw output"
   echo

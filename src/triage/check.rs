@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use mltriage_probes::device::Compute;
+use mltriage_probes::facts::facts_from_artifacts;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::{run_probe, ProbeCtx, ProbeSpec, Status, Verdict};
-use mltriage_probes::run::{facts_from_artifacts, ArtifactKind, Run};
+use mltriage_probes::run::{ArtifactKind, Run};
 use mltriage_probes::tensors::{OptimizerState, TensorFile};
 
 use crate::catalog::Catalog;
@@ -19,6 +20,8 @@ pub struct Report {
     pub device: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_note: Option<String>,
+    /// What the binary was built with: `cpu-only build`, `cuda build, kernels sm_90`.
+    pub build: String,
     pub artifacts: Vec<mltriage_probes::run::Artifact>,
     pub facts: Facts,
     /// Files that could not be read (`<file>: <why>`).
@@ -100,6 +103,7 @@ pub fn check(
         run: display(&run.root),
         device: compute.label.clone(),
         device_note: compute.note.clone(),
+        build: mltriage_probes::device::BuildInfo::current().label(),
         artifacts: run.artifacts.clone(),
         facts,
         problems,
