@@ -66,13 +66,18 @@ fn follow(stop: &AtomicBool) {
             continue;
         }
         let b = bar.get_or_insert_with(|| {
-            let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+            // Built hidden at the bytes already read, so the rate counts from now on.
+            let b =
+                ProgressBar::with_draw_target(Some(s.bytes_total), ProgressDrawTarget::hidden());
             b.set_style(
                 ProgressStyle::with_template(
                     "reading tensors {msg} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
+            b.set_position(s.bytes_done.min(s.bytes_total));
+            b.reset_eta();
+            b.set_draw_target(ProgressDrawTarget::stderr());
             b
         });
         b.set_length(s.bytes_total);
