@@ -36,6 +36,10 @@ val() { grep -m1 "^$1 " <<<"$2" | awk '{print $2}'; }
 say "first frame and search latency"
 UI=$("$EX/bench_ui")
 
+say "search quality (labelled and real-phrasing sets)"
+SQ=$(cargo test --release --test search_quality -- --nocapture --test-threads 1 2>/dev/null \
+  | grep -E "labelled queries:|real phrasings:|even half|odd half" | sed -E 's/^test [a-z_]+ \.\.\. //')
+
 say "tensor statistics vs cat"
 CKPT="$DIR/bf16_${GIB}g.safetensors"
 if [ ! -f "$CKPT" ]; then "$EX/bench_stats" --gib "$GIB" >/dev/null; mv "$(ls -t /tmp/mltriage_bench_bf16_${GIB}g.safetensors | head -1)" "$CKPT"; fi
@@ -187,6 +191,17 @@ NOTE
     echo
     echo "$GPU_SECTION"
   fi
+  echo
+  echo "## Search quality"
+  echo
+  echo "\`cargo test --test search_quality -- --nocapture\`: the labelled set (tests/search_queries/core.yaml,"
+  echo "domains.yaml) and the real-phrasing set (real_phrasings.yaml: problem statements from public issue"
+  echo "threads and Q&A pages, each with its link; uncovered ones marked). \"flagged\" = search said"
+  echo "\"no confident match\". The ranking and the cut-off were tuned on the even half; the odd half is held out."
+  echo
+  echo '```'
+  echo "$SQ"
+  echo '```'
   echo
   echo "## Raw output"
   echo
