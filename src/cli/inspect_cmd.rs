@@ -11,9 +11,11 @@ use mltriage_probes::facts::facts_from_artifacts;
 use mltriage_probes::metrics::{read_metrics_file, Series};
 use mltriage_probes::probes::util::fmt;
 use mltriage_probes::run::{classify, ArtifactKind, Run};
+use mltriage_probes::tensors::pass::{self, Pass};
 use mltriage_probes::tensors::{read_pickled_dict, OptimizerState, TensorFile};
 
 use super::catalog_cmds::{emit, emit_json};
+use super::progress::{self, ProgressLine};
 use super::style::Style;
 use super::{ExitCode, UsageError};
 
@@ -59,8 +61,20 @@ fn series_table(series: &[&Series], st: &Style) -> String {
     s
 }
 
-fn inspect_tensors(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
-    let tf = TensorFile::open(path).map_err(fail)?;
+fn inspect_tensors(
+    tf: TensorFile,
+    path: &Path,
+    json: bool,
+    quiet: bool,
+    st: &Style,
+) -> anyhow::Result<ExitCode> {
+    // One pass over the file on every core (progress on stderr), then the table from its results.
+    {
+        let _line = ProgressLine::start(progress::wanted(json, quiet));
+        let mut p = Pass::new();
+        p.all_stats(&tf);
+        p.run();
+    }
     let mut rows = Vec::new();
     let mut text = format!(
         "{}\n",
@@ -70,7 +84,7 @@ fn inspect_tensors(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCo
         ))
     );
     for t in tf.tensors() {
-        let stats = tf.stats(&t.name).map_err(fail)?;
+        let stats = pass::stats(&tf, &t.name).map_err(fail)?;
         let shape = format!("{:?}", t.shape);
         rows.push(json!({"name": t.name, "dtype": t.dtype.name(), "shape": t.shape, "count": stats.count, "mean": stats.mean, "std": stats.std,
             "min": stats.min, "max": stats.max, "absmax": stats.absmax, "zero_frac": stats.zero_frac(), "nan": stats.nan, "inf": stats.inf, "l2": stats.l2}));
@@ -274,7 +288,7 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
     Ok(0)
 }
 
-pub fn inspect(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
+pub fn inspect(path: &Path, json: bool, quiet: bool, st: &Style) -> anyhow::Result<ExitCode> {
     let meta = std::fs::metadata(path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
     if meta.is_dir() {
         return inspect_run(path, json, st);
@@ -310,7 +324,7 @@ pub fn inspect(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
         _ => {
             // Unknown names: sniff — tensors first, then metrics.
             match TensorFile::open(path) {
-                Ok(_) => inspect_tensors(path, json, st),
+                Ok(tf) => inspect_tensors(tf, path, json, quiet, st),
                 // A sharded index that does not open is an error, never a "metric log".
                 Err(e) if name.ends_with(".index.json") => Err(fail(e)),
                 Err(e) => {

@@ -4,6 +4,7 @@
 pub mod catalog_cmds;
 pub mod doctor_cmd;
 pub mod inspect_cmd;
+pub mod progress;
 pub mod run_cmds;
 pub mod style;
 pub mod tree_cmds;
@@ -41,6 +42,12 @@ pub struct Cli {
     /// TUI: where the probes compute: auto | cpu | cuda | cuda:N.
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<String>,
+    /// No progress line on stderr while tensors are read (also: MLTRIAGE_QUIET=1).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Threads that read and reduce tensors (default: one per core; also RAYON_NUM_THREADS).
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -207,6 +214,10 @@ pub fn load_catalog(cli: &Cli) -> anyhow::Result<Catalog> {
 /// Run the parsed command line. Errors are printed by `main` as one line, exit 2.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let style = Style::detect(cli.color);
+    if let Some(n) = cli.threads {
+        mltriage_probes::tensors::pass::set_threads(n)
+            .map_err(|e| UsageError(format!("--threads {n}: {e}")))?;
+    }
     if cli.command.is_some() && (!cli.facts.is_empty() || cli.device.is_some()) {
         let which = if cli.facts.is_empty() {
             "--device"
@@ -270,6 +281,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 device,
                 *json,
                 *all,
+                cli.quiet,
                 &style,
             )
         }
@@ -325,7 +337,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &style,
             )
         }
-        Some(Command::Inspect { path, json }) => inspect_cmd::inspect(path, *json, &style),
+        Some(Command::Inspect { path, json }) => {
+            inspect_cmd::inspect(path, *json, cli.quiet, &style)
+        }
         Some(Command::Doctor { device, json }) => {
             let cat = load_catalog(&cli)?;
             doctor_cmd::doctor(&cat, device, cli.playbook.as_deref(), *json, &style)

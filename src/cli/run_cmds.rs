@@ -11,6 +11,7 @@ use mltriage_probes::probe::Status;
 use mltriage_probes::run::Run;
 
 use super::catalog_cmds::{emit, emit_json};
+use super::progress::{self, ProgressLine};
 use super::style::{wrap, Style};
 use super::{ExitCode, UsageError};
 use crate::catalog::Catalog;
@@ -175,13 +176,17 @@ pub fn check_cmd(
     device: &str,
     json: bool,
     all: bool,
+    quiet: bool,
     st: &Style,
 ) -> anyhow::Result<ExitCode> {
     let facts = parse_facts(facts)?;
     let compute = compute(device)?;
     let run = open_run(run)?;
     let base = baseline.map(open_run).transpose()?;
-    let report = check(cat, &run, &facts, &compute, base.as_ref());
+    let report = {
+        let _line = ProgressLine::start(progress::wanted(json, quiet));
+        check(cat, &run, &facts, &compute, base.as_ref())
+    };
     if json {
         emit_json(&serde_json::to_value(&report)?);
     } else {

@@ -37,6 +37,7 @@ pub const CHECK_RESULTS: &str = "Check on the attached run";
 
 pub const WALK: &str = "Walk";
 pub const PROBE_RUNNING: &str = "probe running";
+pub const TENSOR_PASS: &str = "reading tensors";
 pub const MEASURED: &str = "measured";
 pub const EXPECTED: &str = "expected";
 pub const PROPOSED: &str = "proposed branch";

@@ -87,6 +87,8 @@ pub fn check(
     baseline: Option<&Run>,
 ) -> Report {
     let facts = effective_facts(run, user_facts);
+    // Every checkpoint file read once, on every core, before the probes ask their questions.
+    mltriage_probes::probes::checkpoint::model::prefetch(run, compute);
     let mut findings = Vec::new();
     for def in &cat.probes {
         if let Some(mut f) = run_one(cat, &def.id, run, &facts, compute, baseline) {

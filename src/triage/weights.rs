@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use mltriage_probes::run::{CheckpointDir, Run};
+use mltriage_probes::tensors::pass;
 use mltriage_probes::tensors::{linear_histogram, tensor_stats, DType, TensorFile, TensorStats};
 
 /// Bins of the linear histogram; the UI merges or widens them to the width it has.
@@ -237,7 +238,8 @@ impl Weights {
             side.dtype = info.dtype.name().to_string();
             side.shape = info.shape.clone();
         }
-        match tf.stats(name) {
+        // From the tensor pass: already read by the check, or read now and kept.
+        match pass::stats(tf, name) {
             Ok(s) => side.stats = Some(s),
             Err(e) => side.error = Some(e.to_string()),
         }

@@ -105,6 +105,18 @@ impl App {
                 t.key(),
             ));
         }
+        // Checkpoint bytes being read by the tensor pass (a check, a weights view).
+        let p = mltriage_probes::tensors::pass::progress().snapshot();
+        if let Some(pct) = (100 * p.live_done.min(p.live_total)).checked_div(p.live_total) {
+            spans.push(Span::styled(
+                format!(
+                    "   {} {pct}% of {:.1} GB",
+                    S::TENSOR_PASS,
+                    p.live_total as f64 / 1e9
+                ),
+                t.dim(),
+            ));
+        }
         Line::from(spans).render(area, buf);
     }
 }

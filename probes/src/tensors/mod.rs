@@ -1,6 +1,7 @@
 //! Tensor containers and statistics: safetensors (single and sharded), torch zip checkpoints
 //! (`.pt/.bin/.pth/.ckpt`) via a pickle VM that never executes code, optimizer/scheduler
-//! state, the fused CPU statistics pass, two-tensor comparison and the candle (GPU) path.
+//! state, the fused CPU statistics pass, two-tensor comparison, the per-run tensor pass
+//! ([`pass`]: each tensor streamed once, figures cached) and the candle (GPU) path.
 //!
 //! A [`TensorFile`] knows its inventory from headers before any tensor byte is read; tensors
 //! are then read one at a time from a memory map, so peak memory stays near one tensor.
@@ -10,6 +11,7 @@ pub mod compare;
 pub mod dtype;
 pub mod mapguard;
 pub mod optim;
+pub mod pass;
 pub mod pickle;
 pub mod safetensors;
 pub mod stats;

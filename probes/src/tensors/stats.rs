@@ -199,6 +199,7 @@ impl Acc {
 
 /// Decodes up to `out.len()` f32-exact elements (F32/F16/BF16/F8/small ints/bool) from `raw`;
 /// returns how many were written.
+#[inline(always)]
 pub(crate) fn decode_f32(raw: &[u8], dt: DType, out: &mut [f32]) -> usize {
     let n = (raw.len() / dt.size()).min(out.len());
     let out = &mut out[..n];
@@ -333,7 +334,7 @@ fn f8_lut(f: fn(u8) -> f32) -> [f32; 256] {
 }
 
 /// Whether a dtype goes through the f32 lanes (exact in f32) or the f64 lanes.
-fn uses_f32(dt: DType) -> bool {
+pub(crate) fn uses_f32(dt: DType) -> bool {
     !matches!(
         dt,
         DType::F64 | DType::I64 | DType::I32 | DType::U32 | DType::U64
@@ -635,15 +636,13 @@ fn count_table(raw: &[u8], es: usize, width: usize) -> Vec<u32> {
     t
 }
 
+/// `t` holds four lanes of `width` counters (two suffice for 2-byte dtypes).
 fn count_table_into(raw: &[u8], es: usize, width: usize, t: &mut [u32]) {
-    let (t0, rest) = t.split_at_mut(width);
-    let (t1, rest) = rest.split_at_mut(width);
-    let (t2, t3) = rest.split_at_mut(width);
     if es == 2 {
         // Two lanes (2 × 256 KiB) rather than four: the tables and the read block then fit
         // a 1 MiB L2 together; alternating lanes still breaks the store-to-load chain when
         // neighbours hold the same value.
-        let _ = (t2, t3);
+        let (t0, t1) = t.split_at_mut(width);
         let (t0, t1) = (&mut t0[..65536], &mut t1[..65536]);
         let mut it = raw.chunks_exact(8);
         for c in &mut it {
@@ -656,6 +655,9 @@ fn count_table_into(raw: &[u8], es: usize, width: usize, t: &mut [u32]) {
             t0[u16::from_le_bytes([c[0], c[1]]) as usize] += 1;
         }
     } else {
+        let (t0, rest) = t.split_at_mut(width);
+        let (t1, rest) = rest.split_at_mut(width);
+        let (t2, t3) = rest.split_at_mut(width);
         let (t0, t1, t2, t3) = (
             &mut t0[..256],
             &mut t1[..256],
@@ -776,6 +778,142 @@ pub fn tensor_stats(bytes: &[u8], dtype: DType) -> TensorStats {
             .reduce(Acc::empty, Acc::merge)
     };
     acc.finish()
+}
+
+/// Statistics of one tensor fed piece by piece (element-aligned pieces, in any order, merged
+/// across threads): the same figures as [`tensor_stats`] of the whole. 1- and 2-byte dtypes
+/// (and 2-byte tensors of at least `TABLE_MIN` elements) are counted per bit pattern, so their
+/// result does not depend on how the tensor was cut; others merge lane sums with Chan's formula.
+pub(crate) struct StatsAcc {
+    dtype: DType,
+    kind: AccKind,
+}
+
+enum AccKind {
+    Table {
+        width: usize,
+        /// Interleaved u32 counters (allocated on the first `feed`).
+        lanes: Vec<u32>,
+        /// Elements counted into `lanes` since they were last folded.
+        since: usize,
+        wide: Vec<u64>,
+    },
+    Lanes(Box<Acc>),
+}
+
+impl StatsAcc {
+    /// An empty accumulator for a tensor of `numel` elements of `dtype`.
+    pub(crate) fn new(dtype: DType, numel: usize) -> StatsAcc {
+        let kind = match table_width(dtype).filter(|_| dtype.size() == 1 || numel >= TABLE_MIN) {
+            Some(width) => AccKind::Table {
+                width,
+                lanes: Vec::new(),
+                since: 0,
+                wide: Vec::new(),
+            },
+            None => AccKind::Lanes(Box::new(Acc::empty())),
+        };
+        StatsAcc { dtype, kind }
+    }
+
+    /// Adds whole elements (a trailing partial element is ignored).
+    pub(crate) fn feed(&mut self, raw: &[u8]) {
+        let es = self.dtype.size();
+        let raw = &raw[..raw.len() - raw.len() % es];
+        match &mut self.kind {
+            AccKind::Table {
+                width,
+                lanes,
+                since,
+                wide,
+            } => {
+                if lanes.is_empty() {
+                    lanes.resize(if es == 2 { 2 } else { 4 } * *width, 0);
+                }
+                // Each lane sees at most half the elements: fold before any could pass 2^32.
+                for part in raw.chunks(1 << 30) {
+                    if *since + part.len() / es >= 1 << 31 {
+                        fold_lanes(lanes, wide, *width);
+                        lanes.iter_mut().for_each(|x| *x = 0);
+                        *since = 0;
+                    }
+                    count_table_into(part, es, *width, lanes);
+                    *since += part.len() / es;
+                }
+            }
+            AccKind::Lanes(acc) => {
+                for c in raw.chunks(CHUNK * es) {
+                    let a = std::mem::replace(acc.as_mut(), Acc::empty());
+                    **acc = a.merge(chunk(c, self.dtype));
+                }
+            }
+        }
+    }
+
+    /// Adds another accumulator of the same tensor.
+    pub(crate) fn merge(&mut self, other: StatsAcc) {
+        match (&mut self.kind, other.kind) {
+            (
+                AccKind::Table {
+                    width, lanes, wide, ..
+                },
+                AccKind::Table {
+                    lanes: ol,
+                    wide: mut ow,
+                    ..
+                },
+            ) => {
+                fold_lanes(&ol, &mut ow, *width);
+                if wide.is_empty() && lanes.is_empty() {
+                    *wide = ow;
+                } else {
+                    if wide.is_empty() {
+                        wide.resize(*width, 0);
+                    }
+                    for (a, b) in wide.iter_mut().zip(&ow) {
+                        *a += b;
+                    }
+                }
+            }
+            (AccKind::Lanes(a), AccKind::Lanes(b)) => {
+                let x = std::mem::replace(a.as_mut(), Acc::empty());
+                **a = x.merge(*b);
+            }
+            // Both sides are made by `new` with the same dtype and count.
+            _ => {}
+        }
+    }
+
+    pub(crate) fn finish(self) -> TensorStats {
+        match self.kind {
+            AccKind::Table {
+                width,
+                lanes,
+                mut wide,
+                ..
+            } => {
+                fold_lanes(&lanes, &mut wide, width);
+                acc_from_table(&wide, self.dtype).finish()
+            }
+            AccKind::Lanes(a) => a.finish(),
+        }
+    }
+}
+
+/// Adds lanes of `width` u32 counters into `wide` (sized on first use); the lanes are left as
+/// they are, so callers fold a lane set once and then drop or clear it.
+fn fold_lanes(lanes: &[u32], wide: &mut Vec<u64>, width: usize) {
+    if lanes.is_empty() {
+        return;
+    }
+    if wide.is_empty() {
+        wide.resize(width, 0);
+    }
+    for lane in lanes.chunks_exact(width) {
+        for (w, &c) in wide.iter_mut().zip(lane) {
+            *w += c as u64;
+        }
+    }
 }
 
 /// Counts finite values in `bins` equal-width bins over `[lo, hi]` (values outside, and

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::device::Compute;
 use crate::probe::{Evidence, Verdict};
 use crate::run::{CheckpointDir, Run};
+use crate::tensors::pass::{self, Pass};
 use crate::tensors::{stats_on_device, DiffStats, TensorFile, TensorInfo, TensorStats};
 
 use crate::probes::util::*;
@@ -317,11 +318,15 @@ impl Model {
             .map(|&i| self.names[i].0.as_str())
     }
 
+    /// From the tensor pass (each tensor read once per process), or on the GPU with candle.
     pub(crate) fn stats(&self, name: &str, compute: &Compute) -> Result<TensorStats, String> {
         let f = self
             .file(name)
             .ok_or_else(|| format!("no tensor {name:?}"))?;
-        tstats(f, name, compute)
+        if compute.is_cuda() {
+            return tstats(f, name, compute);
+        }
+        pass::stats(f, name).map_err(|e| e.to_string())
     }
 
     /// Compares `name` here (the earlier weights) with `other_name` in `other`.
@@ -337,12 +342,61 @@ impl Model {
         let b = other
             .file(other_name)
             .ok_or_else(|| format!("no tensor {other_name:?}"))?;
-        a.compare(name, b, other_name).map_err(|e| e.to_string())
+        pass::diff(a, name, b, other_name).map_err(|e| e.to_string())
     }
 
     pub(crate) fn has_lora(&self) -> bool {
         self.names.iter().any(|(n, _)| is_lora(n))
     }
+}
+
+/// Plans and runs the tensor pass of a whole check: every figure the checkpoint probes ask for
+/// in the usual case, read in one go — statistics of every tensor of the first, the init and
+/// the newest checkpoints, and how each tensor moved between consecutive checkpoints among the
+/// last four — so each checkpoint file is read once. Anything else a probe asks is read then.
+pub fn prefetch(run: &Run, compute: &Compute) {
+    let cks = weight_ckpts(run);
+    let Some(last) = cks.len().checked_sub(1) else {
+        return;
+    };
+    let start = cks.len().saturating_sub(4);
+    let init = cks.iter().position(|c| is_init_ckpt(c)).unwrap_or(0);
+    let mut models: Vec<(usize, Model)> = Vec::new();
+    for (i, c) in cks.iter().enumerate() {
+        if i == 0 || i == init || i >= start {
+            if let Ok(m) = Model::open(c) {
+                models.push((i, m));
+            }
+        }
+    }
+    let mut plan = Pass::new();
+    // On a GPU the statistics are computed there, tensor by tensor; comparisons stay here.
+    if !compute.is_cuda() {
+        for (i, m) in &models {
+            if *i == 0 || *i == init || *i == last {
+                for (name, _) in m.infos() {
+                    if let Some(f) = m.file(name) {
+                        plan.stats(f, name);
+                    }
+                }
+            }
+        }
+    }
+    for w in models.windows(2) {
+        let ((ia, a), (ib, b)) = (&w[0], &w[1]);
+        if *ia < start || *ib != ia + 1 {
+            continue;
+        }
+        for (name, _) in b.infos() {
+            let (Some(an), Some(fb)) = (a.find(name), b.file(name)) else {
+                continue;
+            };
+            if let Some(fa) = a.file(an) {
+                plan.diff(fa, an, fb, name);
+            }
+        }
+    }
+    plan.run();
 }
 
 /// Checkpoints with weights, ordered by step, one per step (a checkpoint folder wins over the
