@@ -4,6 +4,7 @@ metrics through accelerate's trackers: wandb in offline mode (wandb/offline-run-
 MLflow file store (mlruns/)."""
 import math
 import os
+import subprocess
 import sys
 
 import torch
@@ -123,8 +124,13 @@ RUNS = {
 }
 
 if __name__ == "__main__":
+    want = sys.argv[1:] or list(RUNS)
+    if len(want) > 1:  # wandb keeps its settings per process: one process per run
+        for name in want:
+            subprocess.run([sys.executable, __file__, name], check=True)
+        sys.exit(0)
     for name, (kw, bug, accept, facts) in RUNS.items():
-        if len(sys.argv) > 1 and name not in sys.argv[1:]:
+        if name not in want:
             continue
         train(name, **kw)
         made = versions("torch", "accelerate", "wandb" if kw["tracker"] == "wandb" else "mlflow")

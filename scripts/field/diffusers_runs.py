@@ -93,7 +93,7 @@ RUNS = {
         dict(ema_step=False),
         "ema.step() never called: unet_ema (and the exported pipeline) keep the initial weights",
         ["DF2"], {}),
-    "diffusers_lr_100x": (dict(lr=1e-1), "learning_rate 1e-1, 100x the healthy 1e-3",
+    "diffusers_lr_100x": (dict(lr=1e-1, use_ema=False), "learning_rate 1e-1, 100x the healthy 1e-3",
                           ["S3.1", "S3.2", "S4.1", "S1.2", "O22"], {"lr_max": "0.001"}),
 }
 

@@ -29,7 +29,7 @@ def args(out, lr=3e-3, steps=300, **kw):
         output_dir=str(out), max_steps=steps, learning_rate=lr, warmup_steps=30,
         lr_scheduler_type="cosine", weight_decay=0.1, per_device_train_batch_size=16,
         per_device_eval_batch_size=16, logging_steps=10, eval_strategy="steps", eval_steps=100,
-        save_steps=100, report_to=["tensorboard"], use_cpu=True, seed=0,
+        save_steps=150, report_to=["tensorboard"], use_cpu=True, seed=0,
         dataloader_num_workers=0, **kw)
 
 

@@ -68,7 +68,7 @@ class LitLM(L.LightningModule):
         return [opt], [sched]  # default interval is "epoch"
 
 
-def train(name, save_last=True, every=100, **hp):
+def train(name, save_last=True, every=150, **hp):
     out = run_dir(name)
     torch.manual_seed(0)
     train_ds = TensorDataset(markov(16 * 300, 33, seed=1))
@@ -99,8 +99,8 @@ RUNS = {
         "AdamW(self.parameters(), weight_decay=0.1): biases and LayerNorm weights decayed",
         ["S6.1", "O6"], {}),
     "lightning_frozen_in_optimizer": (
-        dict(freeze_at=100),
-        "block 0 frozen with requires_grad_(False) at step 100 but left in AdamW, grads zeroed "
+        dict(freeze_at=150),
+        "block 0 frozen with requires_grad_(False) at step 150 but left in AdamW, grads zeroed "
         "with set_to_none=False: momentum and decay keep moving it",
         ["O17"], {"frozen": "model.transformer.h.0"}),
 }

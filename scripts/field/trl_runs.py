@@ -34,7 +34,7 @@ def base_model():
 
 def common_args(out, **kw):
     base = dict(output_dir=str(out), per_device_train_batch_size=16, logging_steps=10,
-                save_steps=100, report_to=["tensorboard"], use_cpu=True, seed=0,
+                save_steps=150, report_to=["tensorboard"], use_cpu=True, seed=0,
                 lr_scheduler_type="cosine", warmup_steps=20, dataloader_num_workers=0)
     base.update(kw)
     return base
@@ -69,7 +69,7 @@ def dpo(name, base, lr=5e-4, steps=200):
 
     out = run_dir(name)
     model = GPT2LMHeadModel.from_pretrained(base)
-    args = DPOConfig(**common_args(out, max_steps=steps, learning_rate=lr, beta=0.1,
+    args = DPOConfig(**common_args(out, max_steps=steps, learning_rate=lr, beta=0.1, save_steps=steps,
                                    per_device_train_batch_size=8, max_length=32))
     tr = DPOTrainer(model=model, args=args, train_dataset=prefs(8 * steps, 5),
                     processing_class=tokenizer())
@@ -88,7 +88,7 @@ def grpo(name, base, lr=1e-3, steps=60):
         return [c.split().count("t5") / max(1, len(c.split())) for c in completions]
 
     args = GRPOConfig(**common_args(out, max_steps=steps, learning_rate=lr, logging_steps=2,
-                                    save_steps=30, per_device_train_batch_size=8,
+                                    save_steps=steps, per_device_train_batch_size=8,
                                     num_generations=4, max_completion_length=8, beta=0.04,
                                     warmup_steps=5))
     tr = GRPOTrainer(model=GPT2LMHeadModel.from_pretrained(base), reward_funcs=count_t5,
