@@ -5,10 +5,11 @@
 
 pub mod app;
 pub mod catalog;
-pub mod check;
 pub mod cli;
 pub mod findings;
+pub mod look;
 pub mod search;
 pub mod trees;
+pub mod triage;
 pub mod tui;
 pub mod ui;

@@ -14,11 +14,12 @@ use mltriage_probes::device::DeviceRequest;
 use mltriage_probes::facts::Facts;
 
 use crate::app::action::load_keymap;
-use crate::app::worker::{LiveRunner, Worker};
+use crate::app::worker::Worker;
 use crate::app::{export, App, AppOptions, Effect, Event};
 use crate::catalog::Catalog;
+use crate::look::theme::Theme;
 use crate::search::SearchIndex;
-use crate::ui::theme::Theme;
+use crate::triage::jobs::LiveRunner;
 
 /// What the command line asked for.
 #[derive(Debug, Clone)]
@@ -34,16 +35,6 @@ pub struct TuiOptions {
 }
 
 const TICK: Duration = Duration::from_millis(100);
-
-/// Whether colour is on: `--color always|never`, else on unless NO_COLOR is set.
-pub fn color_enabled(choice: crate::cli::ColorChoice) -> bool {
-    use crate::cli::ColorChoice;
-    match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-    }
-}
 
 /// Build the app (index once, key map, options) without touching the terminal.
 pub fn build_app(cat: Arc<Catalog>, opts: &TuiOptions) -> anyhow::Result<App> {

@@ -2,7 +2,7 @@
 //! accepted id is among the fail/warn findings (and first, for most); healthy runs have no fail.
 
 use mltriage::catalog::Catalog;
-use mltriage::check::check;
+use mltriage::triage::check::check;
 use mltriage_probes::device::Compute;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::Status;

@@ -8,9 +8,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use mltriage::app::worker::{JobKind, JobOutput, JobRequest, LiveRunner, ProbeRunner, Worker};
+use mltriage::app::worker::Worker;
 use mltriage::app::{Event, Screen};
-use mltriage::ui::theme::Theme;
+use mltriage::look::theme::Theme;
+use mltriage::triage::jobs::{JobKind, JobOutput, JobRequest, LiveRunner, ProbeRunner};
 use mltriage_probes::probe::Status;
 use tui_common::*;
 

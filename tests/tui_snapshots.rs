@@ -4,7 +4,7 @@
 mod tui_common;
 
 use crossterm::event::KeyCode;
-use mltriage::ui::theme::Theme;
+use mltriage::look::theme::Theme;
 use mltriage_probes::probe::Status;
 use tui_common::*;
 
@@ -166,7 +166,7 @@ fn no_color_theme_uses_no_colours_but_keeps_marks() {
 
 #[test]
 fn run_screen_weights_histogram_on_lm_bad_init() {
-    use mltriage::app::worker::LiveRunner;
+    use mltriage::triage::jobs::LiveRunner;
     let run = fixture("lm_bad_init");
     let a = app_with(Some(run.clone()), Theme::default(), None);
     let mut h = headless(a, Box::new(LiveRunner::new(catalog(), Some(run))));

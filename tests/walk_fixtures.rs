@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use mltriage::catalog::Catalog;
-use mltriage::check::effective_facts;
-use mltriage::trees::auto::{auto_walk, Inputs};
+use mltriage::triage::check::effective_facts;
+use mltriage::triage::walk::{auto_walk, Inputs};
 use mltriage_probes::device::Compute;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::run::Run;
@@ -102,7 +102,7 @@ fn bad_init_walk_measures_loss_against_ln_v_and_the_init_statistics() {
     assert!(
         res.path
             .iter()
-            .any(|p| p.source == "probe init_weight_stats" && p.answer == "too_large"),
+            .any(|p| p.source.label() == "probe init_weight_stats" && p.answer == "too_large"),
         "{:?}",
         res.path
     );

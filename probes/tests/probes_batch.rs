@@ -6,8 +6,13 @@ use std::path::{Path, PathBuf};
 use mltriage_probes::device::Compute;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::{run_probe, Params, ProbeCtx, Status, Verdict};
-use mltriage_probes::probes::batch::SPECS;
+use mltriage_probes::probes::{batch, config, smoke};
 use mltriage_probes::run::Run;
+
+/// The probes over batch dumps and configs.
+fn specs() -> impl Iterator<Item = &'static mltriage_probes::probe::ProbeSpec> {
+    batch::SPECS.iter().chain(config::SPECS).chain(smoke::SPECS)
+}
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
 
@@ -48,8 +53,7 @@ fn params(id: &str) -> Params {
 
 /// Runs probe `id` on the run at `dir` with `facts`; checks the outcome labels against the spec.
 fn probe(id: &str, dir: &Path, facts: &[&str]) -> Vec<Verdict> {
-    let spec = SPECS
-        .iter()
+    let spec = specs()
         .find(|s| s.id == id)
         .unwrap_or_else(|| panic!("no probe {id}"));
     let run = Run::discover(dir).unwrap();
@@ -258,7 +262,7 @@ fn healthy_fixtures_get_no_fail_from_batch_probes() {
         "lm_no_decay_split",
         "lm_sched_never_stepped",
     ] {
-        for s in SPECS {
+        for s in specs() {
             for v in probe(s.id, &fixture(run), &[]) {
                 assert_ne!(v.status, Status::Fail, "{run} {}: {v:#?}", s.id);
                 if run.starts_with("lm") || run == "hf_healthy" || run == "vision_healthy" {
@@ -866,7 +870,7 @@ fn pad_token_fails_only_on_real_failures() {
 /// The tolerances read from probes.yaml change the answers.
 #[test]
 fn batch_thresholds_come_from_the_playbook() {
-    let spec = |id: &str| SPECS.iter().find(|s| s.id == id).unwrap();
+    let spec = |id: &str| specs().find(|s| s.id == id).unwrap();
     let run_p = |id: &str, dir: &Path, params: Params| {
         let run = Run::discover(dir).unwrap();
         let facts = Facts::new();
@@ -1534,7 +1538,7 @@ fn odd_inputs_never_panic() {
     ];
     for (i, t) in cases.iter().enumerate() {
         let d = run_with(t, Some(lm_config(None)));
-        for s in SPECS {
+        for s in specs() {
             for v in probe(s.id, d.path(), facts) {
                 assert!(!v.entry.is_empty(), "case {i} {}: {v:?}", s.id);
             }
@@ -1559,7 +1563,7 @@ fn odd_inputs_never_panic() {
 #[test]
 fn missing_and_unreadable_batches_skip_with_reasons() {
     let e = tempfile::tempdir().unwrap();
-    for s in SPECS {
+    for s in specs() {
         let v = one(s.id, e.path(), &[]);
         expect(&v, Status::Skip, "skip");
         assert!(!v.message.is_empty());

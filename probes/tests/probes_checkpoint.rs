@@ -6,8 +6,13 @@ use std::path::{Path, PathBuf};
 use mltriage_probes::device::Compute;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::{run_probe, ParamValue, Params, ProbeCtx, ProbeSpec, Status, Verdict};
-use mltriage_probes::probes::checkpoint::SPECS;
+use mltriage_probes::probes::{checkpoint, optimizer};
 use mltriage_probes::run::{facts_from_artifacts, Run};
+
+/// The probes over checkpoints and optimizer state.
+fn specs() -> impl Iterator<Item = &'static mltriage_probes::probe::ProbeSpec> {
+    checkpoint::SPECS.iter().chain(optimizer::SPECS)
+}
 
 fn fx(rel: &str) -> PathBuf {
     PathBuf::from(concat!(
@@ -78,8 +83,7 @@ fn params_for(id: &str) -> Params {
 }
 
 fn spec(id: &str) -> &'static ProbeSpec {
-    SPECS
-        .iter()
+    specs()
         .find(|s| s.id == id)
         .unwrap_or_else(|| panic!("no probe {id}"))
 }
@@ -219,7 +223,7 @@ fn playbook_params_parse() {
         100.0
     );
     // Every probe's thresholds are in the playbook.
-    for s in SPECS {
+    for s in specs() {
         let p = params_for(s.id);
         for k in s.params {
             assert!(p.f64(k).is_ok() || p.text(k).is_ok(), "{}: {k}", s.id);
@@ -1243,7 +1247,7 @@ fn moved_thresholds_are_read_from_the_playbook() {
 #[test]
 fn probes_skip_on_empty_and_unreadable_runs() {
     let d = tempfile::tempdir().unwrap();
-    for s in SPECS {
+    for s in specs() {
         let v = probe(s.id, d.path(), &[]);
         assert!(
             v.iter()
@@ -1260,7 +1264,7 @@ fn probes_skip_on_empty_and_unreadable_runs() {
     )
     .unwrap();
     std::fs::write(d.path().join("checkpoint-5/optimizer.pt"), b"PK garbage").unwrap();
-    for s in SPECS {
+    for s in specs() {
         let v = probe(s.id, d.path(), &[]);
         assert!(
             v.iter().all(|x| x.status == Status::Skip),
@@ -1279,8 +1283,7 @@ fn probes_skip_on_empty_and_unreadable_runs() {
 
 fn all_on(run: &str, user: &[&str]) -> Vec<(String, Verdict)> {
     let r = Run::discover(&fx(run)).unwrap();
-    SPECS
-        .iter()
+    specs()
         .flat_map(|s| {
             run_on(s.id, &r, user)
                 .into_iter()

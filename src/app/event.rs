@@ -4,7 +4,7 @@
 
 use crossterm::event::KeyEvent;
 
-use super::worker::{JobId, JobOutput};
+use crate::triage::jobs::{JobId, JobOutput};
 
 /// Everything the main loop reacts to.
 #[derive(Debug)]

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::walk::Walk;
 use crate::catalog::{Catalog, NodeKind};
+use crate::trees::Walk;
 
 /// `json` or `md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub fn to_json(cat: &Catalog, walk: &Walk, run: Option<&str>) -> serde_json::Val
         .iter()
         .map(|s| {
             json!({"id": s.id, "question": s.question, "answer": s.answer,
-                   "measured": s.measured, "source": s.source})
+                   "measured": s.measured, "source": s.source.as_str()})
         })
         .collect();
     let conclusion = conclusion(cat, walk)

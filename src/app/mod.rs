@@ -6,8 +6,6 @@
 pub mod action;
 pub mod event;
 pub mod export;
-pub mod walk;
-pub mod weights;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -18,16 +16,17 @@ use mltriage_probes::facts::Facts;
 
 use crate::catalog::{Catalog, Domain, Entry, NodeKind};
 use crate::findings::Finding;
+use crate::look::strings as S;
+use crate::look::theme::Theme;
 use crate::search::SearchIndex;
-use crate::ui::strings as S;
-use crate::ui::theme::Theme;
 
+use crate::trees::{Source, Walk};
+use crate::triage::jobs::{JobId, JobKind, JobOutput, JobRequest, ProbeRunner, RunSummary};
+use crate::triage::walk::propose_from_findings;
+use crate::triage::weights::{TensorHist, TensorList};
 pub use action::{Action, Keymap};
 pub use event::Event;
 use export::Format;
-use walk::{Source, Walk};
-use weights::{TensorHist, TensorList};
-use worker::{JobId, JobKind, JobOutput, JobRequest, ProbeRunner, RunSummary};
 
 /// Which screen is showing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -428,7 +427,7 @@ impl App {
             (JobKind::Probe { .. }, JobOutput::Findings(f)) => {
                 if let Some(w) = self.walk.as_mut().filter(|w| w.job == Some(id)) {
                     w.job = None;
-                    w.walk.propose_from_findings(&f);
+                    propose_from_findings(&mut w.walk, &f);
                     w.override_open = false;
                 }
             }
@@ -710,7 +709,7 @@ impl App {
                     Some(f) => {
                         let src = match f.source {
                             mltriage_probes::facts::FactSource::User => Source::User,
-                            _ => Source::Fact,
+                            _ => Source::Fact(key.clone()),
                         };
                         w.walk.propose_fact(&f.value.clone(), src)
                     }

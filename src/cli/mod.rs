@@ -306,7 +306,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     run: cli.run.clone(),
                     facts,
                     device,
-                    color: crate::tui::color_enabled(cli.color),
+                    color: cli.color.tui_enabled(),
                     ascii: cli.ascii,
                     started,
                 };

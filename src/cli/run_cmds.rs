@@ -14,8 +14,8 @@ use super::catalog_cmds::{emit, emit_json};
 use super::style::{wrap, Style};
 use super::{ExitCode, UsageError};
 use crate::catalog::Catalog;
-use crate::check::{check, effective_facts, run_one, spec, Report};
 use crate::findings::{order, Finding};
+use crate::triage::check::{check, effective_facts, run_one, spec, Report};
 
 pub fn open_run(path: &Path) -> anyhow::Result<Run> {
     Run::discover(path).map_err(|e| UsageError(e.to_string()).into())

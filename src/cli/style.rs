@@ -11,6 +11,18 @@ pub enum ColorChoice {
     Never,
 }
 
+impl ColorChoice {
+    /// Whether the TUI draws in colour: `--color always|never`, else on unless NO_COLOR is
+    /// set (the TUI owns the terminal, so no is-a-terminal test).
+    pub fn tui_enabled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     pub color: bool,

@@ -11,8 +11,8 @@ use super::run_cmds::{compute, open_run, parse_facts};
 use super::style::{wrap, Style};
 use super::{ExitCode, UsageError};
 use crate::catalog::Catalog;
-use crate::check::effective_facts;
-use crate::trees::auto::{auto_walk, Inputs};
+use crate::triage::check::effective_facts;
+use crate::triage::walk::{auto_walk, Inputs};
 
 pub fn trees(cat: &Catalog, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
     if json {
@@ -107,7 +107,7 @@ pub fn walk(
                 &format!(
                     "→ {} {}",
                     st.bold(&p.answer),
-                    st.dim(&format!("({m}{})", p.source))
+                    st.dim(&format!("({m}{})", p.source.label()))
                 ),
                 st.width,
                 "    ",

@@ -1,26 +1,35 @@
-//! The trees engine: pure (no I/O). Given a tree definition, answers (probe outcomes, fact
-//! values, user choices) move the walk to the next node or to a conclusion; back and override
-//! are supported; the path records each answer with its measured value and source.
+//! The one walk engine, pure (no I/O, no probe runs): a [`Walk`] over a declarative tree
+//! ([`TreeDef`]) holds the current node, the answers so far (each with its measured value and
+//! [`Source`]) and, for the TUI, a [`Proposal`] the user confirms or overrides; back and
+//! override are supported. Answers come from outside: `crate::triage` runs the probes (the
+//! CLI's `walk`, the TUI's jobs), the front ends read facts and the user's picks.
 
-pub mod auto;
-
-use std::collections::HashMap;
+use mltriage_probes::probe::Status;
 
 use crate::catalog::{Catalog, NodeDef, NodeKind, TreeDef};
 
 /// Who answered a node.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     /// A probe measured it (probe id).
     Probe(String),
-    /// A fact gave it (`--fact`, an artifact, or typed in).
+    /// A fact gave it (`--fact`, an artifact, or typed in): the fact's key.
     Fact(String),
     /// The user picked or overrode it.
     User,
 }
 
 impl Source {
+    /// `probe`, `fact` or `user` (the TUI and its transcripts).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Source::Probe(_) => "probe",
+            Source::Fact(_) => "fact",
+            Source::User => "user",
+        }
+    }
+
+    /// `probe ID`, `fact KEY` or `user` (`walk --json`).
     pub fn label(&self) -> String {
         match self {
             Source::Probe(p) => format!("probe {p}"),
@@ -28,6 +37,10 @@ impl Source {
             Source::User => "user".into(),
         }
     }
+}
+
+fn source_label<S: serde::Serializer>(s: &Source, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(&s.label())
 }
 
 /// One answered node (DESIGN.md §4.4 `walk --json` `path[]`).
@@ -39,11 +52,29 @@ pub struct Step {
     /// The branch label taken (outcome, fact value, or choice label).
     pub answer: String,
     pub measured: String,
-    pub source: String,
+    #[serde(serialize_with = "source_label")]
+    pub source: Source,
     /// Catalog entry the node asks about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
 }
+
+/// The answer proposed for the current node, waiting for the user's confirmation (TUI).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    /// Branch label (outcome, fact value or option label).
+    pub answer: String,
+    /// The node it leads to; empty when the node has no such branch.
+    pub next: String,
+    pub measured: String,
+    pub expected: String,
+    pub status: Option<Status>,
+    pub message: String,
+    pub source: Source,
+}
+
+/// A branch the user can pick at the current node: (label, next node).
+pub type Choice = (String, String);
 
 /// Where a walk ended.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -75,178 +106,281 @@ pub enum WalkError {
     Finished,
 }
 
-/// A walk in progress over one tree.
-#[derive(Debug, Clone)]
-pub struct Walk<'c> {
-    pub tree: &'c TreeDef,
-    cat: &'c Catalog,
-    idx: HashMap<&'c str, usize>,
-    current: usize,
-    /// Answered nodes, in order; `history[i]` is the node index before answer i.
-    pub path: Vec<Step>,
-    history: Vec<usize>,
+/// The branch of a numeric or fact node for an answer: the exact key, else a key equal up
+/// to case and surrounding blanks, else `default`. Returns (key, next node).
+pub fn branch_for<'a>(node: &'a NodeDef, answer: &str) -> Option<(&'a str, &'a str)> {
+    node.branches
+        .get_key_value(answer)
+        .or_else(|| {
+            node.branches
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(answer.trim()))
+        })
+        .or_else(|| node.branches.get_key_value("default"))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
 }
 
-impl<'c> Walk<'c> {
-    pub fn start(cat: &'c Catalog, tree_id: &str) -> Result<Walk<'c>, WalkError> {
+/// The question shown for a node (its own, else its entry's question or title, else its
+/// probe's question, else its id).
+pub fn question(cat: &Catalog, n: &NodeDef) -> String {
+    if let Some(q) = &n.question {
+        return q.clone();
+    }
+    if let Some(e) = n.entry.as_deref().and_then(|e| cat.entry(e)) {
+        return e.question.clone().unwrap_or_else(|| e.title.clone());
+    }
+    n.probe
+        .as_deref()
+        .and_then(|p| cat.probe(p))
+        .map(|p| p.question.clone())
+        .unwrap_or_else(|| n.id.clone())
+}
+
+/// A walk in progress over one tree.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    pub tree: TreeDef,
+    /// The current node's id.
+    pub current: String,
+    /// Answered nodes, in order.
+    pub path: Vec<Step>,
+    pub proposal: Option<Proposal>,
+}
+
+impl Walk {
+    /// A walk at the tree's root.
+    pub fn new(tree: &TreeDef) -> Walk {
+        Walk {
+            tree: tree.clone(),
+            current: tree.root.clone(),
+            path: Vec::new(),
+            proposal: None,
+        }
+    }
+
+    /// A walk of the catalog's tree `tree_id`, its root checked.
+    pub fn start(cat: &Catalog, tree_id: &str) -> Result<Walk, WalkError> {
         let tree = cat
             .tree(tree_id)
             .ok_or_else(|| WalkError::NoTree(tree_id.to_string()))?;
-        let idx: HashMap<&str, usize> = tree
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.id.as_str(), i))
-            .collect();
-        let current = *idx
-            .get(tree.root.as_str())
-            .ok_or_else(|| WalkError::Dangling(tree.root.clone()))?;
-        Ok(Walk {
-            tree,
-            cat,
-            idx,
-            current,
-            path: Vec::new(),
-            history: Vec::new(),
-        })
-    }
-
-    pub fn node(&self) -> &'c NodeDef {
-        &self.tree.nodes[self.current]
-    }
-
-    pub fn node_by_id(&self, id: &str) -> Option<&'c NodeDef> {
-        self.idx.get(id).map(|&i| &self.tree.nodes[i])
-    }
-
-    pub fn is_done(&self) -> bool {
-        self.node().kind == NodeKind::Leaf
-    }
-
-    /// The question shown for a node (its own, else its entry's, else the probe's).
-    pub fn question(&self, n: &NodeDef) -> String {
-        if let Some(q) = &n.question {
-            return q.clone();
+        let w = Walk::new(tree);
+        if w.node().is_none() {
+            return Err(WalkError::Dangling(tree.root.clone()));
         }
-        if let Some(e) = n.entry.as_deref().and_then(|e| self.cat.entry(e)) {
-            return e.question.clone().unwrap_or_else(|| e.title.clone());
-        }
-        n.probe
-            .as_deref()
-            .and_then(|p| self.cat.probe(p))
-            .map(|p| p.question.clone())
-            .unwrap_or_else(|| n.id.clone())
+        Ok(w)
     }
 
-    /// Labels this node accepts (branch keys or option labels).
-    pub fn answers(&self) -> Vec<String> {
-        let n = self.node();
-        match n.kind {
-            NodeKind::Choice => n.options.iter().map(|o| o.label.clone()).collect(),
-            _ => n.branches.keys().cloned().collect(),
-        }
+    pub fn node(&self) -> Option<&NodeDef> {
+        self.node_by_id(&self.current)
     }
 
-    fn target(&self, n: &NodeDef, answer: &str) -> Result<(String, usize), WalkError> {
-        let (label, next) = match n.kind {
-            NodeKind::Choice => {
-                let opt = n
-                    .options
-                    .iter()
-                    .enumerate()
-                    .find(|(i, o)| {
-                        o.label.eq_ignore_ascii_case(answer) || (i + 1).to_string() == answer.trim()
-                    })
-                    .map(|(_, o)| o);
-                match opt {
-                    Some(o) => (o.label.clone(), o.next.clone()),
-                    None => {
-                        return Err(WalkError::NoBranch {
-                            node: n.id.clone(),
-                            answer: answer.into(),
-                            expected: self.answers().join(" | "),
-                        })
-                    }
-                }
-            }
-            NodeKind::Leaf => return Err(WalkError::Finished),
-            _ => {
-                let key = n
-                    .branches
-                    .keys()
-                    .find(|k| k.eq_ignore_ascii_case(answer.trim()))
-                    .cloned();
-                match key.or_else(|| {
-                    n.branches
-                        .contains_key("default")
-                        .then(|| "default".to_string())
-                }) {
-                    Some(k) => (
-                        if k == "default" {
-                            answer.to_string()
-                        } else {
-                            k.clone()
-                        },
-                        n.branches[&k].clone(),
-                    ),
-                    None => {
-                        return Err(WalkError::NoBranch {
-                            node: n.id.clone(),
-                            answer: answer.into(),
-                            expected: self.answers().join(" | "),
-                        })
-                    }
-                }
-            }
+    pub fn node_by_id(&self, id: &str) -> Option<&NodeDef> {
+        self.tree.nodes.iter().find(|n| n.id == id)
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.node().is_some_and(|n| n.kind == NodeKind::Leaf)
+    }
+
+    /// The branches one may pick here (choice options, or a node's branches to override).
+    pub fn choices(&self) -> Vec<Choice> {
+        let Some(n) = self.node() else {
+            return Vec::new();
         };
-        let j = *self
-            .idx
-            .get(next.as_str())
-            .ok_or(WalkError::Dangling(next))?;
-        Ok((label, j))
+        match n.kind {
+            NodeKind::Choice => n
+                .options
+                .iter()
+                .map(|o| (o.label.clone(), o.next.clone()))
+                .collect(),
+            NodeKind::Leaf => Vec::new(),
+            _ => n
+                .branches
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
     }
 
-    /// Answer the current node and move on.
+    /// Labels this node accepts (option labels or branch keys).
+    pub fn answers(&self) -> Vec<String> {
+        self.choices().into_iter().map(|(l, _)| l).collect()
+    }
+
+    /// (label recorded, next node) for an answer at node `n`: a choice by label (any case)
+    /// or 1-based number, a branch by [`branch_for`].
+    fn target(&self, n: &NodeDef, answer: &str) -> Result<(String, String), WalkError> {
+        let no_branch = || WalkError::NoBranch {
+            node: n.id.clone(),
+            answer: answer.into(),
+            expected: self.answers().join(" | "),
+        };
+        let (label, next) = match n.kind {
+            NodeKind::Choice => n
+                .options
+                .iter()
+                .enumerate()
+                .find(|(i, o)| {
+                    o.label.eq_ignore_ascii_case(answer) || (i + 1).to_string() == answer.trim()
+                })
+                .map(|(_, o)| (o.label.clone(), o.next.clone()))
+                .ok_or_else(no_branch)?,
+            NodeKind::Leaf => return Err(WalkError::Finished),
+            _ => match branch_for(n, answer) {
+                Some(("default", next)) => (answer.to_string(), next.to_string()),
+                Some((k, next)) => (k.to_string(), next.to_string()),
+                None => return Err(no_branch()),
+            },
+        };
+        if self.node_by_id(&next).is_none() {
+            return Err(WalkError::Dangling(next));
+        }
+        Ok((label, next))
+    }
+
+    /// Answer the current node and move on (the CLI's `walk`).
     pub fn answer(
         &mut self,
+        cat: &Catalog,
         answer: &str,
         measured: &str,
         source: Source,
     ) -> Result<(), WalkError> {
-        let n = self.node();
-        let (label, j) = self.target(n, answer)?;
-        self.path.push(Step {
-            id: n.id.clone(),
-            question: self.question(n),
-            answer: label,
-            measured: measured.to_string(),
-            source: source.label(),
-            entry: n.entry.clone(),
-        });
-        self.history.push(self.current);
-        self.current = j;
+        let n = self
+            .node()
+            .ok_or_else(|| WalkError::Dangling(self.current.clone()))?;
+        let (label, next) = self.target(n, answer)?;
+        self.advance(cat, label, measured.to_string(), source, next);
         Ok(())
+    }
+
+    /// Propose `answer` for the current node, to be confirmed or overridden.
+    pub fn propose(
+        &mut self,
+        answer: String,
+        measured: String,
+        expected: String,
+        status: Option<Status>,
+        message: String,
+        source: Source,
+    ) {
+        let Some(n) = self.node() else { return };
+        let next = branch_for(n, &answer)
+            .map(|(_, next)| next.to_string())
+            .unwrap_or_default();
+        self.proposal = Some(Proposal {
+            answer,
+            next,
+            measured,
+            expected,
+            status,
+            message,
+            source,
+        });
+    }
+
+    /// Nothing can measure the node (no run, no probe, cancelled): propose `skip` when the
+    /// node has that branch.
+    pub fn propose_skip(&mut self, why: &str) {
+        let Some(n) = self.node() else { return };
+        let next = n.branches.get("skip").cloned().unwrap_or_default();
+        let source = Source::Probe(n.probe.clone().unwrap_or_default());
+        self.proposal = Some(Proposal {
+            answer: "skip".into(),
+            next,
+            measured: String::new(),
+            expected: String::new(),
+            status: Some(Status::Skip),
+            message: why.to_string(),
+            source,
+        });
+    }
+
+    /// A fact's value answers the current fact node.
+    pub fn propose_fact(&mut self, value: &str, source: Source) {
+        let v = value.to_string();
+        self.propose(v.clone(), v, String::new(), None, String::new(), source);
+    }
+
+    /// Accept the proposal and move on. Returns false when there is nothing to confirm or
+    /// the proposed branch leads nowhere.
+    pub fn confirm(&mut self, cat: &Catalog) -> bool {
+        let Some(p) = self.proposal.clone() else {
+            return false;
+        };
+        if p.next.is_empty() || self.node_by_id(&p.next).is_none() {
+            return false;
+        }
+        self.advance(cat, p.answer, p.measured, p.source, p.next);
+        true
+    }
+
+    /// The user picks branch `i` of [`Walk::choices`] (a choice node, or an override).
+    pub fn pick(&mut self, cat: &Catalog, i: usize) -> bool {
+        let Some((label, next)) = self.choices().into_iter().nth(i) else {
+            return false;
+        };
+        if self.node_by_id(&next).is_none() {
+            return false;
+        }
+        let measured = self
+            .proposal
+            .as_ref()
+            .map(|p| p.measured.clone())
+            .unwrap_or_default();
+        self.advance(cat, label, measured, Source::User, next);
+        true
+    }
+
+    fn advance(
+        &mut self,
+        cat: &Catalog,
+        answer: String,
+        measured: String,
+        source: Source,
+        next: String,
+    ) {
+        let (question, entry) = self
+            .node()
+            .map(|n| (question(cat, n), n.entry.clone()))
+            .unwrap_or_default();
+        self.path.push(Step {
+            id: std::mem::replace(&mut self.current, next),
+            question,
+            answer,
+            measured,
+            source,
+            entry,
+        });
+        self.proposal = None;
     }
 
     /// Undo the last answer. Returns false at the root.
     pub fn back(&mut self) -> bool {
-        match self.history.pop() {
-            Some(i) => {
-                self.current = i;
-                self.path.pop();
+        match self.path.pop() {
+            Some(s) => {
+                self.current = s.id;
+                self.proposal = None;
                 true
             }
             None => false,
         }
     }
 
+    /// Node ids from the root to here.
+    pub fn breadcrumb(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.path.iter().map(|s| s.id.clone()).collect();
+        v.push(self.current.clone());
+        v
+    }
+
     /// The conclusion once a leaf is reached.
-    pub fn conclusion(&self) -> Option<Conclusion> {
-        let n = self.node();
+    pub fn conclusion(&self, cat: &Catalog) -> Option<Conclusion> {
+        let n = self.node()?;
         if n.kind != NodeKind::Leaf {
             return None;
         }
-        let e = n.entry.as_deref().and_then(|id| self.cat.entry(id));
+        let e = n.entry.as_deref().and_then(|id| cat.entry(id));
         Some(Conclusion {
             id: e.map(|e| e.id.clone()).unwrap_or_default(),
             title: e
@@ -291,28 +425,29 @@ tree:
     fn walks_numeric_fact_choice_to_a_leaf_and_back() {
         let c = cat();
         let mut w = Walk::start(&c, "t").unwrap();
-        w.answer("pass", "x=1", Source::Probe("p".into())).unwrap();
-        w.answer("dpo", "dpo", Source::Fact("phase".into()))
+        w.answer(&c, "pass", "x=1", Source::Probe("p".into()))
             .unwrap();
-        assert_eq!(w.node().id, "c1");
-        w.answer("2", "", Source::User).unwrap();
-        assert!(w.is_done());
-        let concl = w.conclusion().unwrap();
+        w.answer(&c, "dpo", "dpo", Source::Fact("phase".into()))
+            .unwrap();
+        assert_eq!(w.current, "c1");
+        w.answer(&c, "2", "", Source::User).unwrap();
+        assert!(w.is_leaf());
+        let concl = w.conclusion(&c).unwrap();
         assert_eq!(concl.id, "B");
         assert_eq!(concl.fix, "fb");
         assert_eq!(w.path.len(), 3);
         assert_eq!(w.path[1].answer, "dpo");
         assert!(w.back());
-        assert_eq!(w.node().id, "c1");
-        w.answer("one", "", Source::User).unwrap();
-        assert_eq!(w.conclusion().unwrap().id, "A");
+        assert_eq!(w.current, "c1");
+        w.answer(&c, "one", "", Source::User).unwrap();
+        assert_eq!(w.conclusion(&c).unwrap().id, "A");
     }
 
     #[test]
     fn unknown_answer_is_an_error_naming_the_choices() {
         let c = cat();
         let mut w = Walk::start(&c, "t").unwrap();
-        let e = w.answer("sideways", "", Source::User).unwrap_err();
+        let e = w.answer(&c, "sideways", "", Source::User).unwrap_err();
         assert!(e.to_string().contains("high | pass"), "{e}");
         assert!(!w.back());
         assert!(Walk::start(&c, "nope").is_err());

@@ -1,6 +1,6 @@
 //! Rendering: `impl Widget for &App` reads the state and never changes it (ratatui demo2).
-//! One module per screen, plus the overlays (help, palette), the footer, the theme and the
-//! strings. Below 40×10 only a "terminal too small" notice is drawn.
+//! One module per screen, plus the overlays (help, palette) and the footer; the words and
+//! styles come from `crate::look`. Below 40×10 only a "terminal too small" notice is drawn.
 
 pub mod entry;
 pub mod footer;
@@ -9,8 +9,6 @@ pub mod home;
 pub mod palette;
 pub mod run;
 pub mod search;
-pub mod strings;
-pub mod theme;
 pub mod walk;
 pub mod weights;
 
@@ -21,6 +19,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
 use crate::app::{App, Overlay, Screen};
+use crate::look::{strings, theme};
 use strings as S;
 
 pub const MIN_W: u16 = 40;
@@ -214,6 +213,19 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
         w,
         h,
     )
+}
+
+/// A number in at most ~8 characters (`0`, `1.18`, `-1.9e-3`, `NaN`).
+pub fn fmt(v: f64) -> String {
+    if !v.is_finite() {
+        format!("{v}")
+    } else if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1e4 || v.abs() < 1e-2 {
+        format!("{v:.1e}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 /// Scroll offset so that `sel` stays visible in a list of `height` rows.

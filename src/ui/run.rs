@@ -12,10 +12,10 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 
-use super::{home::findings_pane, pane, strings as S, weights};
-use crate::app::worker::SeriesView;
+use super::{fmt, home::findings_pane, pane, strings as S, weights};
 use crate::app::App;
 use crate::catalog::Threshold;
+use crate::triage::jobs::SeriesView;
 
 /// One chart: canonical metric name, title, probe-id prefixes whose findings mark it.
 const CHARTS: [(&str, &str, &[&str]); 3] = [
@@ -52,19 +52,6 @@ fn band(app: &App, metric: &str) -> Option<(f64, f64, String)> {
             Some((m * 0.95, m * 1.05, "lr_max ± 5%".into()))
         }
         _ => None,
-    }
-}
-
-/// A number in at most ~8 characters (`0`, `1.18`, `-1.9e-3`, `NaN`).
-pub fn fmt(v: f64) -> String {
-    if !v.is_finite() {
-        format!("{v}")
-    } else if v == 0.0 {
-        "0".into()
-    } else if v.abs() >= 1e4 || v.abs() < 1e-2 {
-        format!("{v:.1e}")
-    } else {
-        format!("{v:.2}")
     }
 }
 

@@ -10,9 +10,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, Paragraph, Widget, Wrap};
 
 use super::{find_words, highlighted, pane, strings as S};
-use crate::app::walk::question;
 use crate::app::App;
 use crate::catalog::NodeKind;
+use crate::trees::question;
 
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;

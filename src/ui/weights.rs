@@ -10,10 +10,9 @@ use ratatui::symbols::bar;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline, Widget};
 
-use super::run::fmt;
-use super::{pane, scroll_for, strings as S};
-use crate::app::weights::{resample, HistSide, TensorHist, TensorRow};
+use super::{fmt, pane, scroll_for, strings as S};
 use crate::app::App;
+use crate::triage::weights::{resample, HistSide, TensorHist, TensorRow};
 
 /// The tallest histogram drawn, in rows.
 const MAX_BARS_H: u16 = 12;

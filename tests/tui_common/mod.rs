@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
-use mltriage::app::weights::{self, SideInput, TensorHist, TensorList, TensorRow};
-use mltriage::app::worker::{JobKind, JobOutput, JobRequest, ProbeRunner, RunSummary, SeriesView};
 use mltriage::app::{App, AppOptions, Headless, Keymap};
 use mltriage::catalog::Catalog;
 use mltriage::findings::Finding;
+use mltriage::look::theme::Theme;
 use mltriage::search::SearchIndex;
-use mltriage::ui::theme::Theme;
+use mltriage::triage::jobs::{JobKind, JobOutput, JobRequest, ProbeRunner, RunSummary, SeriesView};
+use mltriage::triage::weights::{self, SideInput, TensorHist, TensorList, TensorRow};
 use mltriage_probes::probe::Status;
 use mltriage_probes::tensors::DType;
 use ratatui::backend::TestBackend;

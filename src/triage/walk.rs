@@ -1,6 +1,8 @@
-//! Non-interactive walking: probes answer numeric nodes, facts answer fact nodes, and
-//! `--answer node=label` answers anything (choices, or an override). Stops at the first
-//! node nothing can answer, saying what it needs.
+//! Probes answering a tree walk. [`auto_walk`] (the CLI's `walk`): probes answer numeric
+//! nodes, facts answer fact nodes, and `--answer node=label` answers anything (choices, or
+//! an override); it stops at the first node nothing can answer, saying what it needs.
+//! [`propose_from_findings`] turns a probe job's findings into the TUI's proposal. Both take
+//! a node's verdict with [`pick`].
 
 use std::collections::HashMap;
 
@@ -9,10 +11,10 @@ use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::Status;
 use mltriage_probes::run::Run;
 
-use super::{Conclusion, Source, Step, Walk, WalkError};
+use super::check::run_one;
 use crate::catalog::{Catalog, NodeKind};
-use crate::check::run_one;
 use crate::findings::Finding;
+use crate::trees::{question, Conclusion, Source, Step, Walk, WalkError};
 
 /// Why a walk stopped before a leaf.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -59,17 +61,20 @@ pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, 
     let mut w = Walk::start(cat, tree)?;
     let mut cache: HashMap<String, Vec<Finding>> = HashMap::new();
     let mut guard = 0;
-    while !w.is_done() {
+    while !w.is_leaf() {
         guard += 1;
         if guard > 10_000 {
             break;
         }
-        let n = w.node();
+        let n = w
+            .node()
+            .cloned()
+            .ok_or_else(|| WalkError::Dangling(w.current.clone()))?;
         if let Some(a) = inp.answers.get(&n.id) {
-            w.answer(a, "", Source::User)?;
+            w.answer(cat, a, "", Source::User)?;
             continue;
         }
-        let (q, opts, nid) = (w.question(n), w.answers(), n.id.clone());
+        let (q, opts, nid) = (question(cat, &n), w.answers(), n.id.clone());
         let stop = |needs: String| Stop {
             node: nid.clone(),
             question: q.clone(),
@@ -108,7 +113,7 @@ pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, 
                         format!("probe {probe} is not implemented"),
                     ),
                 };
-                match w.answer(&label, &measured, Source::Probe(probe.clone())) {
+                match w.answer(cat, &label, &measured, Source::Probe(probe.clone())) {
                     Ok(()) => {}
                     Err(WalkError::NoBranch { .. }) => {
                         return Ok(WalkResult { tree: w.tree.id.clone(), path: w.path.clone(), conclusion: None, stopped: Some(stop(format!("an answer: probe {probe} said {label:?}, which this node has no branch for"))) });
@@ -121,7 +126,8 @@ pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, 
                 match inp.facts.get(&key) {
                     Some(v) => {
                         let v = v.to_string();
-                        match w.answer(&v, &format!("{key} = {v}"), Source::Fact(key.clone())) {
+                        match w.answer(cat, &v, &format!("{key} = {v}"), Source::Fact(key.clone()))
+                        {
                             Ok(()) => {}
                             Err(WalkError::NoBranch { .. }) => {
                                 return Ok(WalkResult {
@@ -160,7 +166,36 @@ pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, 
     Ok(WalkResult {
         tree: w.tree.id.clone(),
         path: w.path.clone(),
-        conclusion: w.conclusion(),
+        conclusion: w.conclusion(cat),
         stopped: None,
     })
+}
+
+/// The TUI's proposal for the current numeric node from its probe's findings: the verdict
+/// the CLI's `walk` would take ([`pick`]: the node's entry, else the most severe) picks the
+/// branch.
+pub fn propose_from_findings(w: &mut Walk, findings: &[Finding]) {
+    let Some(n) = w.node() else { return };
+    let source = Source::Probe(n.probe.clone().unwrap_or_default());
+    let (answer, measured, expected, status, message) = match pick(findings, n.entry.as_deref()) {
+        Some(f) => (
+            if f.outcome.is_empty() {
+                f.status.as_str().to_string()
+            } else {
+                f.outcome.clone()
+            },
+            f.measured.clone(),
+            f.expected.clone(),
+            Some(f.status),
+            f.message.clone(),
+        ),
+        None => (
+            "skip".to_string(),
+            String::new(),
+            String::new(),
+            Some(Status::Skip),
+            "no answer".to_string(),
+        ),
+    };
+    w.propose(answer, measured, expected, status, message, source);
 }

@@ -1,0 +1,191 @@
+//! `ema_weights` (DF2): EMA weights that never moved or track the live weights exactly.
+
+use std::path::PathBuf;
+
+use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
+
+use crate::probes::checkpoint::model::*;
+
+// =======================================================================================
+// DF2 — EMA weights
+// =======================================================================================
+
+fn ema_prefix(name: &str) -> Option<&str> {
+    let first = name.split('.').next().unwrap_or("");
+    let f = first.to_ascii_lowercase();
+    let is_ema = f == "ema"
+        || f == "shadow"
+        || f.starts_with("ema_")
+        || f.ends_with("_ema")
+        || f == "model_ema"
+        || f == "shadow_params";
+    is_ema.then(|| name.get(first.len() + 1..).unwrap_or(""))
+}
+
+fn is_diffusion(ctx: &ProbeCtx) -> bool {
+    if ctx
+        .facts
+        .get("domain")
+        .is_some_and(|d| d.eq_ignore_ascii_case("diffusion"))
+    {
+        return true;
+    }
+    if ctx
+        .run
+        .model_config()
+        .and_then(|(_, c)| c.class_name)
+        .is_some_and(|c| {
+            let c = c.to_ascii_lowercase();
+            c.contains("unet")
+                || c.contains("transformer2d")
+                || c.contains("dit")
+                || c.contains("sd3")
+                || c.contains("flux")
+        })
+    {
+        return true;
+    }
+    ctx.run
+        .artifacts
+        .iter()
+        .any(|a| a.kind.is_weights() && file_name(&a.path).starts_with("diffusion_pytorch_model"))
+}
+pub(super) const EMA_WEIGHTS: ProbeSpec = ProbeSpec {
+    id: "ema_weights",
+    question: "Is an EMA copy of the weights saved, and does it differ from the raw weights?",
+    entries: &["DF2", "DF1"],
+    inputs: &["checkpoint", "fact:domain", "config"],
+    params: &["identical_rel"],
+    outcomes: &["pass", "missing", "identical", "skip"],
+    run: ema_weights,
+};
+
+pub fn ema_weights(ctx: &ProbeCtx) -> Vec<Verdict> {
+    const E: &str = "DF2";
+    let identical_rel = p!(ctx, E, "identical_rel");
+    let diffusion = is_diffusion(ctx);
+    let cks = weight_ckpts(ctx.run);
+    let ema_files: Vec<&PathBuf> = ctx
+        .run
+        .artifacts
+        .iter()
+        .filter(|a| a.kind.is_weights() && is_ema_path(&a.path))
+        .map(|a| &a.path)
+        .collect();
+    if cks.is_empty() && ema_files.is_empty() {
+        return vec![Verdict::skip(E, "no checkpoint weights in the run")];
+    }
+    // EMA tensors inside the newest model file, or an EMA file.
+    let newest = cks.last().and_then(|c| Model::open(c).ok());
+    let in_file: Vec<(String, String)> = newest
+        .as_ref()
+        .map(|m| {
+            m.infos()
+                .filter_map(|(n, i)| {
+                    if i.dtype.is_float() {
+                        ema_prefix(n)
+                            .filter(|r| !r.is_empty())
+                            .map(|r| (n.to_string(), r.to_string()))
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if in_file.is_empty() && ema_files.is_empty() {
+        if !diffusion {
+            return vec![Verdict::skip(E, "not a diffusion run (no --fact domain=diffusion, no UNet config) and no EMA weights")];
+        }
+        let mut v = Verdict::new(E, Status::Warn, "missing")
+            .measured("no EMA weights (no ema* file, no ema./shadow tensors)")
+            .expected("an EMA copy of the weights saved with each checkpoint")
+            .message("diffusion models are sampled from an EMA of the weights (decay ~0.9999); without one, samples from the raw weights look worse than the loss suggests — keep an EMAModel, step it after optimizer.step(), and save it");
+        if let Some(m) = &newest {
+            v = v.evidence(m.ev());
+        }
+        return vec![v];
+    }
+    // Pair EMA tensors with the raw ones.
+    let mut compared = 0usize;
+    let mut same = 0usize;
+    let mut ev = None;
+    const MAX_PAIRS: usize = 64;
+    if let Some(m) = &newest {
+        for (en, raw) in in_file.iter().take(MAX_PAIRS) {
+            if let Some(rn) = m.find(raw) {
+                if let Ok(d) = m.diff(rn, m, en) {
+                    compared += 1;
+                    if d.identical_bytes
+                        || d.norm_diff <= identical_rel * d.norm_a.max(f64::MIN_POSITIVE)
+                    {
+                        same += 1;
+                    }
+                }
+            }
+        }
+        ev = Some(m.ev());
+    }
+    if in_file.is_empty() {
+        // Separate EMA file(s): pair with the newest raw weights of the same checkpoint, else the newest.
+        let ef = ema_files.iter().max_by_key(|p| {
+            ctx.run
+                .artifacts
+                .iter()
+                .find(|a| &a.path == **p)
+                .and_then(|a| a.step)
+                .unwrap_or(0)
+        });
+        if let (Some(ef), Some(m)) = (ef, &newest) {
+            if let Ok(e) = Model::open_paths(&[*ef], m.step) {
+                for (en, info) in e
+                    .infos()
+                    .filter(|(_, i)| i.dtype.is_float())
+                    .take(MAX_PAIRS)
+                {
+                    let key = ema_prefix(en).filter(|r| !r.is_empty()).unwrap_or(en);
+                    if let Some(rn) = m.find(key) {
+                        if m.info(rn).map(|i| i.numel()) != Some(info.numel()) {
+                            continue;
+                        }
+                        if let Ok(d) = m.diff(rn, &e, en) {
+                            compared += 1;
+                            if d.identical_bytes
+                                || d.norm_diff <= identical_rel * d.norm_a.max(f64::MIN_POSITIVE)
+                            {
+                                same += 1;
+                            }
+                        }
+                    }
+                }
+                ev = Some(Evidence::file(ef.as_path()));
+            }
+        }
+    }
+    let step = newest.as_ref().map(|m| m.step).unwrap_or(0);
+    let mut v = if compared > 0 && same == compared && step > 0 {
+        Verdict::new(E, Status::Warn, "identical")
+            .measured(format!("EMA equals the raw weights in all {compared} compared tensors (step {step})"))
+            .message("the EMA copy is identical to the raw weights: it is never updated (ema.step() not called), its decay is 0, or the raw weights were saved under the EMA name")
+    } else {
+        Verdict::new(E, Status::Pass, "pass")
+            .measured(if compared > 0 {
+                format!(
+                    "EMA differs from the raw weights in {} of {compared} compared tensors",
+                    compared - same
+                )
+            } else {
+                "EMA weights present".to_string()
+            })
+            .message("an EMA copy of the weights is saved — sample from it")
+    };
+    if let Some(e) = ev {
+        v = v.evidence(e);
+    }
+    vec![v
+        .expected(format!(
+            "EMA present and different from the raw weights (‖Δ‖/‖W‖ > {identical_rel})"
+        ))
+        .value("compared", compared as f64)
+        .value("identical", same as f64)]
+}

@@ -1,0 +1,187 @@
+//! `frozen_drift` (O17): declared-frozen prefixes that moved, or are still in the optimizer.
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+use crate::run::CheckpointDir;
+use crate::tensors::OptimizerState;
+
+use crate::probes::checkpoint::model::*;
+use crate::probes::checkpoint::optimizer_state::*;
+use crate::probes::util::*;
+
+pub(super) const FROZEN_DRIFT: ProbeSpec = ProbeSpec {
+        id: "frozen_drift",
+        question: "Did tensors that should be frozen change between the last two checkpoints (frozen but still in the optimizer / still decayed)?",
+        entries: &["O17", "X1"],
+        inputs: &["checkpoint:2", "fact:frozen", "optimizer"],
+        params: &["moved_rel", "shrink_cos", "grad_stopped_ratio"],
+        outcomes: &["pass", "moved", "decayed", "skip"],
+        run: frozen_drift,
+    };
+
+// =======================================================================================
+// O17 — declared-frozen prefixes that moved / gradient stopped but still in the optimizer
+// =======================================================================================
+
+pub fn frozen_drift(ctx: &ProbeCtx) -> Vec<Verdict> {
+    const E: &str = "O17";
+    let (moved_rel, shrink_cos, stopped) = (
+        p!(ctx, E, "moved_rel"),
+        p!(ctx, E, "shrink_cos"),
+        p!(ctx, E, "grad_stopped_ratio"),
+    );
+    let frozen = ctx.facts.list("frozen");
+    if !frozen.is_empty() && weight_ckpts(ctx.run).len() >= 2 {
+        return frozen_by_weights(ctx, &frozen, moved_rel, shrink_cos);
+    }
+    match newest_optimizer(ctx.run, E) {
+        Ok((opt, c)) => frozen_by_optimizer(ctx, &opt, c, stopped),
+        Err(_) if !frozen.is_empty() => vec![Verdict::skip(
+            E,
+            "fact frozen is set but the run has fewer than two checkpoints and no optimizer state",
+        )],
+        Err(_) => vec![Verdict::skip(
+            E,
+            "needs fact frozen=PREFIX[,PREFIX] and two checkpoints, or an optimizer.pt",
+        )],
+    }
+}
+
+fn frozen_by_weights(
+    ctx: &ProbeCtx,
+    frozen: &[String],
+    moved_rel: f64,
+    shrink_cos: f64,
+) -> Vec<Verdict> {
+    const E: &str = "O17";
+    let (a, b) = match last_two(ctx.run, E) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let (mv, errors) = movements(&a, &b, |n, i| {
+        is_trainable(n, i) && frozen.iter().any(|p| under(n, p))
+    });
+    if mv.is_empty() {
+        return vec![Verdict::skip(
+            E,
+            format!(
+                "no trainable tensor under the frozen prefix(es) {}{}",
+                frozen.join(", "),
+                if errors.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", list_some(&errors, 2))
+                }
+            ),
+        )];
+    }
+    let moved: Vec<&Movement> = mv.iter().filter(|m| m.rel > moved_rel).collect();
+    let shrink = |m: &Movement| m.diff.cosine() >= shrink_cos && m.diff.norm_b < m.diff.norm_a;
+    let measured = format!(
+        "{} of {} tensors under {} changed between steps {} and {}",
+        moved.len(),
+        mv.len(),
+        frozen.join(", "),
+        a.step,
+        b.step
+    );
+    let expected = format!("byte-identical (‖ΔW‖/‖W‖ ≤ {moved_rel})");
+    if moved.is_empty() {
+        return vec![Verdict::new(E, Status::Pass, "pass")
+            .measured(measured)
+            .expected(expected)
+            .message("the declared-frozen tensors did not change")
+            .evidence(step_ev(&a, &b))
+            .value("moved", 0.0)];
+    }
+    let max_rel = moved.iter().map(|m| m.rel).fold(0.0, f64::max);
+    let min_rel = moved.iter().map(|m| m.rel).fold(f64::INFINITY, f64::min);
+    let all_shrink = moved.iter().all(|m| shrink(m));
+    let names: Vec<String> = moved
+        .iter()
+        .map(|m| {
+            format!(
+                "{} (Δ {:.2}%, cos {:.6})",
+                m.name,
+                100.0 * m.rel,
+                m.diff.cosine()
+            )
+        })
+        .collect();
+    let (out, why) = if all_shrink {
+        ("decayed", "Every change is a pure shrink (same direction, smaller norm): the tensors are frozen but still in a weight-decayed param group and still carry a .grad tensor — zeros kept by optimizer.zero_grad(set_to_none=False), or a stale gradient never cleared — so AdamW applies its decoupled decay with a zero gradient (torch optimizers skip only params whose .grad is None, which is what zero_grad(set_to_none=True), the default since torch 2.0, leaves on a frozen param)")
+    } else {
+        ("moved", "They get updates: they still receive gradients (never actually frozen), or they are still in the optimizer with a .grad that is not None — zero tensors from zero_grad(set_to_none=False), or a stale gradient — so AdamW keeps applying its momentum tail and weight decay after requires_grad=False")
+    };
+    let mut v = Verdict::new(E, Status::Fail, out)
+        .measured(format!("{measured} (Δ {:.2}%…{:.2}%)", 100.0 * min_rel, 100.0 * max_rel))
+        .expected(expected)
+        .message(format!("declared-frozen tensors changed: {}. {why}. requires_grad=False alone does not take a param out of the optimizer — build the optimizer only over trainable params (filter(lambda p: p.requires_grad, model.parameters())) or rebuild it after freezing, and keep zero_grad(set_to_none=True) so a frozen param's .grad stays None", list_some(&names, 3)));
+    for m in moved.iter().take(3) {
+        v = v.evidence(
+            step_ev(&a, &b)
+                .tensor(&m.name)
+                .note(format!("Δ {:.2}%", 100.0 * m.rel)),
+        );
+    }
+    vec![v
+        .value("moved", moved.len() as f64)
+        .value("max_rel", max_rel)]
+}
+
+fn frozen_by_optimizer(
+    ctx: &ProbeCtx,
+    opt: &OptimizerState,
+    c: Option<&CheckpointDir>,
+    stopped: f64,
+) -> Vec<Verdict> {
+    const E: &str = "O17";
+    // Per parameter: RMS(m) / √RMS(v) — about |E[g]|/RMS(g), far below 1 only when the gradient
+    // stopped long ago while v (β₂ ≈ 0.999) still remembers it.
+    let mut rows: Vec<(u64, f64, f64)> = Vec::new();
+    for s in opt.state.values() {
+        let (Some(m), Some(vv)) = (&s.exp_avg, &s.exp_avg_sq) else {
+            continue;
+        };
+        let n = m.shape.iter().product::<usize>().max(1) as f64;
+        let (Ok(mn), Ok(vn)) = (opt.l2_norm(m), opt.l2_norm(vv)) else {
+            continue;
+        };
+        let m_rms = mn / n.sqrt();
+        let g_rms = (vn / n.sqrt()).sqrt();
+        rows.push((s.id, m_rms, g_rms));
+    }
+    if rows.is_empty() {
+        return vec![Verdict::skip(
+            E,
+            "needs fact frozen=PREFIX (the optimizer keeps no Adam moments to inspect)",
+        )];
+    }
+    let med_g = median(&rows.iter().map(|r| r.2).collect::<Vec<_>>()).unwrap_or(0.0);
+    let model = model_for(ctx.run, c);
+    let names = param_names(opt, model.as_ref());
+    let flagged: Vec<&(u64, f64, f64)> = rows
+        .iter()
+        .filter(|(_, m, g)| *g > stopped * med_g && *g > 0.0 && m / g < stopped)
+        .collect();
+    let ev = opt_ev(opt, c);
+    if flagged.is_empty() {
+        return vec![Verdict::new(E, Status::Pass, "pass")
+            .measured(format!("{} params with Adam state; none with a vanished first moment", rows.len()))
+            .expected(format!("RMS(m)/√RMS(v) ≥ {stopped} wherever v is not ~0"))
+            .message("no parameter looks frozen while left in the optimizer (declare --fact frozen=PREFIX to check the weights directly)")
+            .evidence(ev)];
+    }
+    let list: Vec<String> = flagged
+        .iter()
+        .map(|(id, m, g)| format!("{} (m/√v {:.1e})", describe_param(*id, &names, opt), m / g))
+        .collect();
+    vec![Verdict::new(E, Status::Warn, "moved")
+        .measured(format!("{} of {} params have Adam's first moment ~0 while the second moment is not", flagged.len(), rows.len()))
+        .expected(format!("RMS(m)/√RMS(v) ≥ {stopped}"))
+        .message(format!(
+            "Adam kept stepping them after their gradient stopped (m decays toward 0 while v still remembers it): {} — they are in the optimizer with .grad zero tensors (frozen with requires_grad=False while zero_grad(set_to_none=False) keeps zero grads), so AdamW still moves them (momentum tail, decoupled weight decay); with zero_grad(set_to_none=True), the default since torch 2.0, their .grad is None and the optimizer skips them. Exclude them from the optimizer, and declare --fact frozen=PREFIX to measure the drift",
+            list_some(&list, 4)
+        ))
+        .evidence(ev)
+        .value("flagged", flagged.len() as f64)]
+}

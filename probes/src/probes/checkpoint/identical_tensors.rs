@@ -1,0 +1,107 @@
+//! `identical_tensors` (O2/O3/O4): trainable tensors byte-identical while others moved.
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use crate::probes::checkpoint::model::*;
+
+// =======================================================================================
+// O2/O3/O4 — byte-identical tensors
+// =======================================================================================
+
+/// Tensors expected not to train: declared frozen, a LoRA base, a tower frozen by the stage.
+fn expected_static(ctx: &ProbeCtx, m: &Model) -> impl Fn(&str) -> bool {
+    let frozen = ctx.facts.list("frozen");
+    let lora = m.has_lora();
+    let stage = ctx.facts.u64("stage");
+    move |name: &str| {
+        if frozen.iter().any(|p| under(name, p)) {
+            return true;
+        }
+        if lora && !is_lora(name) && !name.contains("modules_to_save") {
+            return true;
+        }
+        matches!(
+            (stage, tower_of(name)),
+            (Some(1), Some(Tower::Vision | Tower::Llm)) | (Some(2), Some(Tower::Vision))
+        )
+    }
+}
+pub(super) const IDENTICAL_TENSORS: ProbeSpec = ProbeSpec {
+    id: "identical_tensors",
+    question: "Are some trainable tensors byte-identical between checkpoints while others moved?",
+    entries: &["O2", "O3", "O4"],
+    inputs: &["checkpoint:2", "fact:frozen"],
+    params: &["moved_rel"],
+    outcomes: &["pass", "some_identical", "all_identical", "skip"],
+    run: identical_tensors,
+};
+
+pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
+    const E: &str = "O2";
+    let moved_rel = p!(ctx, E, "moved_rel");
+    let (a, b) = match last_two(ctx.run, E) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let excluded = expected_static(ctx, &b);
+    let (mv, errors) = movements(&a, &b, |n, i| is_trainable(n, i) && !excluded(n));
+    if mv.is_empty() {
+        return vec![Verdict::skip(
+            E,
+            format!(
+                "no trainable float tensors to compare between steps {} and {}{}",
+                a.step,
+                b.step,
+                if errors.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", list_some(&errors, 2))
+                }
+            ),
+        )];
+    }
+    let static_: Vec<&Movement> = mv.iter().filter(|m| m.rel <= moved_rel).collect();
+    let moved = mv.len() - static_.len();
+    let names: Vec<String> = static_
+        .iter()
+        .map(|m| format!("{} {}", m.name, shape_str(&m.shape)))
+        .collect();
+    let measured = format!(
+        "{} of {} trainable tensors unchanged between steps {} and {}",
+        static_.len(),
+        mv.len(),
+        a.step,
+        b.step
+    );
+    let mut v = if static_.is_empty() {
+        Verdict::new(E, Status::Pass, "pass").message("every trainable tensor moved")
+    } else if moved == 0 {
+        Verdict::new("O4", Status::Fail, "all_identical").message(format!(
+            "no weight changed between steps {} and {}: no update landed — optimizer.step() is never called (or before backward/after zero_grad), the loss is detached from the graph (O3: .item()/.detach()/torch.no_grad), or the LR is 0",
+            a.step, b.step
+        ))
+    } else {
+        Verdict::new(E, Status::Fail, "some_identical").message(format!(
+            "{} tensor(s) are byte-identical while {moved} others moved: {} — they are not in the optimizer (built before the layer was added/replaced, or from a filtered parameter list) or have requires_grad=False by accident; declare --fact frozen=PREFIX if they are frozen on purpose",
+            static_.len(),
+            list_some(&names, 4)
+        ))
+    };
+    for m in static_.iter().take(3) {
+        v = v.evidence(step_ev(&a, &b).tensor(&m.name).note("byte-identical"));
+    }
+    if static_.is_empty() {
+        v = v.evidence(step_ev(&a, &b));
+    }
+    if !errors.is_empty() {
+        v.message
+            .push_str(&format!(" [not compared: {}]", list_some(&errors, 2)));
+    }
+    vec![v
+        .measured(measured)
+        .expected(format!(
+            "every trainable tensor changes (‖ΔW‖/‖W‖ > {moved_rel})"
+        ))
+        .value("unchanged", static_.len() as f64)
+        .value("moved", moved as f64)]
+}

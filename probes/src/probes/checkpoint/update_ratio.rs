@@ -1,0 +1,140 @@
+//! `update_ratio` (O22): the per-step update-to-weight ratio between two checkpoints.
+
+use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
+
+use crate::probes::checkpoint::model::*;
+use crate::probes::util::*;
+
+pub(super) const UPDATE_RATIO: ProbeSpec = ProbeSpec {
+    id: "update_ratio",
+    question: "Is the per-step update-to-weight ratio ||ΔW||/||W|| near 1e-3?",
+    entries: &["O22"],
+    inputs: &["checkpoint:2"],
+    params: &["target", "low", "high", "outlier_ratio", "fail_factor"],
+    outcomes: &["pass", "low", "high", "skip"],
+    run: update_ratio,
+};
+
+// =======================================================================================
+// O22 — update-to-weight ratio
+// =======================================================================================
+
+pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
+    const E: &str = "O22";
+    let (target, low, high) = (p!(ctx, E, "target"), p!(ctx, E, "low"), p!(ctx, E, "high"));
+    let (outlier, fail_factor) = (p!(ctx, E, "outlier_ratio"), p!(ctx, E, "fail_factor"));
+    let cks = weight_ckpts(ctx.run);
+    if cks.len() < 2 {
+        return vec![Verdict::skip(
+            E,
+            format!("needs two checkpoints with weights; found {}", cks.len()),
+        )];
+    }
+    // The last few consecutive pairs (each pair reads both checkpoints once).
+    let start = cks.len().saturating_sub(4);
+    let mut models: Vec<Model> = Vec::new();
+    for c in &cks[start..] {
+        match Model::open(c) {
+            Ok(m) => models.push(m),
+            Err(e) => {
+                return vec![Verdict::skip(
+                    E,
+                    format!("cannot read {}: {e}", c.path.display()),
+                )]
+            }
+        }
+    }
+    struct Pair {
+        a: u64,
+        b: u64,
+        lb: f64,
+        ub: f64,
+        n: usize,
+        outliers: Vec<String>,
+    }
+    let mut pairs = Vec::new();
+    for w in models.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let k = (b.step - a.step).max(1) as f64;
+        let (mv, _) = movements(a, b, |n, i| is_trainable(n, i) && i.shape.len() >= 2);
+        let rs: Vec<(String, f64)> = mv
+            .iter()
+            .filter(|m| {
+                !m.diff.identical_bytes && m.diff.norm_a > 0.0 && m.rel.is_finite() && m.rel > 0.0
+            })
+            .map(|m| (m.name.clone(), m.rel))
+            .collect();
+        let Some(med) = median(&rs.iter().map(|(_, r)| *r).collect::<Vec<_>>()) else {
+            continue;
+        };
+        let outliers: Vec<String> = rs
+            .iter()
+            .filter(|(_, r)| *r > outlier * med)
+            .map(|(n, r)| format!("{n} ({:.0}× the median)", r / med))
+            .collect();
+        pairs.push(Pair {
+            a: a.step,
+            b: b.step,
+            lb: med / k,
+            ub: med / k.sqrt(),
+            n: rs.len(),
+            outliers,
+        });
+    }
+    let Some(last) = pairs.last() else {
+        return vec![Verdict::skip(
+            E,
+            "no weight matrix moved between checkpoints (see identical_tensors)",
+        )];
+    };
+    let too_high = pairs
+        .iter()
+        .filter(|p| p.lb > high)
+        .max_by(|x, y| x.lb.total_cmp(&y.lb));
+    let too_low = pairs
+        .iter()
+        .filter(|p| p.ub < low)
+        .min_by(|x, y| x.ub.total_cmp(&y.ub));
+    let render = |p: &Pair| {
+        format!(
+            "steps {}..{}: median ‖ΔW‖/‖W‖ per step ∈ [{}, {}] over {} tensors",
+            p.a,
+            p.b,
+            fmt(p.lb),
+            fmt(p.ub),
+            p.n
+        )
+    };
+    let measured = pairs.iter().map(render).collect::<Vec<_>>().join("; ");
+    let ev = Evidence::file(models.last().map(|m| m.path().to_path_buf()).unwrap_or_default()).steps(pairs[0].a, last.b).note("per-step range: net change / Δsteps (consistent direction) … net change / √Δsteps (random walk)");
+    let (st, out, msg) = if let Some(p) = too_high {
+        let st = if p.lb > fail_factor * high {
+            Status::Fail
+        } else {
+            Status::Warn
+        };
+        (st, "high", format!("even the lower bound of the per-step update ratio exceeds {high} (steps {}..{}): steps this large churn the weights — lower the LR or check that it is not scaled up (accumulation, batch-size scaling)", p.a, p.b))
+    } else if let Some(p) = too_low {
+        let st = if p.ub < low / fail_factor {
+            Status::Fail
+        } else {
+            Status::Warn
+        };
+        (st, "low", format!("even the upper bound of the per-step update ratio is below {low} (steps {}..{}): the weights barely move — the LR is too small, mostly zero, or updates are lost", p.a, p.b))
+    } else if let Some(p) = pairs.iter().rev().find(|p| !p.outliers.is_empty()) {
+        (Status::Warn, "high", format!("most tensors update normally but some move over {outlier}× faster than the median (steps {}..{}): {} — a per-parameter LR multiplier or an unnormalised layer", p.a, p.b, list_some(&p.outliers, 3)))
+    } else {
+        (
+            Status::Pass,
+            "pass",
+            format!("update-to-weight ratios are plausible around the {target} rule of thumb"),
+        )
+    };
+    vec![Verdict::new(E, st, out)
+        .measured(measured)
+        .expected(format!("per step ≈ {target}; warn outside [{low}, {high}], fail beyond {fail_factor}× past either; a tensor over {outlier}× the median warns"))
+        .message(msg)
+        .evidence(ev)
+        .value("median_per_step_lb", last.lb)
+        .value("median_per_step_ub", last.ub)]
+}

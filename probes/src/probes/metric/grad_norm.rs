@@ -1,0 +1,396 @@
+//! Gradient-norm probes: `first_grad_norm`, `grad_norm_band`, `grad_norm_spikes`,
+//! `grad_norm_ratio` (against a baseline run).
+
+use crate::metrics::Point;
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use super::{first_finite, need};
+use crate::probes::util::*;
+
+pub(super) const FIRST_GRAD_NORM: ProbeSpec = ProbeSpec {
+    id: "first_grad_norm",
+    question: "Is the first-step gradient norm in [0.1, 10]?",
+    entries: &["S1.2"],
+    inputs: &["metrics:grad_norm"],
+    params: &["pass_lo", "pass_hi", "fail_hi", "fail_lo", "max_first_step"],
+    outcomes: &["pass", "high", "low", "skip"],
+    run: first_grad_norm,
+};
+
+pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (plo, phi, fhi, flo, max_first) = (
+        p!(ctx, "pass_lo"),
+        p!(ctx, "pass_hi"),
+        p!(ctx, "fail_hi"),
+        p!(ctx, "fail_lo"),
+        p!(ctx, "max_first_step"),
+    );
+    let s = match need(ctx, "grad_norm", "S1.2") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    if s.points.is_empty() {
+        return vec![Verdict::skip("S1.2", "empty grad_norm series")];
+    }
+    let head = s.points[0].step;
+    if head as f64 > max_first {
+        return vec![Verdict::skip(
+            "S1.2",
+            format!("first logged grad norm is at step {head} (> {max_first})"),
+        )];
+    }
+    // fp16 GradScaler calibration: the first steps overflow (inf/NaN norms, steps skipped)
+    // until the scale backs off. Judge the first finite norm; say how many came before it.
+    let skipped: Vec<&Point> = s
+        .points
+        .iter()
+        .take_while(|p| !p.value.is_finite())
+        .collect();
+    let Some(first) = first_finite(s) else {
+        return vec![Verdict::new("S1.2", Status::Fail, "high")
+            .measured(format!(
+                "grad_norm non-finite at all {} logged steps",
+                s.points.len()
+            ))
+            .expected(format!("[{plo}, {phi}]; fail > {fhi} or < {flo}"))
+            .message("the gradient norm is never finite: overflow from init or the loss (if fp16, the GradScaler never finds a working scale)")
+            .evidence(series_evidence(s, head, s.points[s.points.len() - 1].step))];
+    };
+    if first.step as f64 > max_first {
+        return vec![Verdict::new("S1.2", Status::Fail, "high")
+            .measured(format!(
+                "grad_norm non-finite at {} logged step(s) {head}..{}; first finite at step {}",
+                skipped.len(),
+                skipped[skipped.len() - 1].step,
+                first.step
+            ))
+            .expected(format!("a finite norm by step {max_first}"))
+            .message("non-finite gradient norms from the start, for longer than fp16 loss-scale calibration takes: overflow from init or the loss")
+            .evidence(series_evidence(s, head, first.step))
+            .value("nonfinite_head", skipped.len() as f64)];
+    }
+    let g = first.value;
+    let (status, outcome, msg) = if g > fhi {
+        (Status::Fail, "high", "huge first-step gradients: init is wrong (S5.1) or the loss uses reduction='sum' where 'mean' was meant".into())
+    } else if g < flo {
+        (Status::Fail, "low", "almost no gradient: degenerate data (every target the same) or a loss mask that zeroes everything".into())
+    } else if (plo..=phi).contains(&g) {
+        (
+            Status::Pass,
+            "pass",
+            "first-step gradient norm in the healthy band".into(),
+        )
+    } else if g > phi {
+        (
+            Status::Warn,
+            "pass",
+            format!("above {phi}: large for a first step; watch init scale and loss reduction"),
+        )
+    } else {
+        (
+            Status::Warn,
+            "pass",
+            format!("below {plo}: small for a first step; check the loss mask"),
+        )
+    };
+    let (measured, msg) = if skipped.is_empty() {
+        (format!("grad_norm(step {}) = {}", first.step, fmt(g)), msg)
+    } else {
+        (
+            format!(
+                "grad_norm(step {}) = {} (first finite; {} non-finite before it, steps {head}..{})",
+                first.step,
+                fmt(g),
+                skipped.len(),
+                skipped[skipped.len() - 1].step
+            ),
+            format!("{msg} (the non-finite norms before it look like fp16 GradScaler calibration: overflowed steps are skipped while the scale backs off)"),
+        )
+    };
+    vec![Verdict::new("S1.2", status, outcome)
+        .measured(measured)
+        .expected(format!("[{plo}, {phi}]; fail > {fhi} or < {flo}"))
+        .message(msg)
+        .evidence(series_evidence(s, head, first.step))
+        .value("grad_norm0", g)
+        .value("nonfinite_head", skipped.len() as f64)]
+}
+pub(super) const GRAD_NORM_BAND: ProbeSpec = ProbeSpec {
+    id: "grad_norm_band",
+    question: "Does the rolling grad norm stay in band?",
+    entries: &["S3.1"],
+    inputs: &["metrics:grad_norm"],
+    params: &["window", "high", "low", "high_frac", "low_frac"],
+    outcomes: &["pass", "high", "low", "skip"],
+    run: grad_norm_band,
+};
+
+// ---------------------------------------------------------------------------------------
+pub fn grad_norm_band(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (window, high, low, high_frac, low_frac) = (
+        p!(ctx, "window"),
+        p!(ctx, "high"),
+        p!(ctx, "low"),
+        p!(ctx, "high_frac"),
+        p!(ctx, "low_frac"),
+    );
+    let s = match need(ctx, "grad_norm", "S3.1") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let r = rolling_mean(&s.points, window.max(1.0) as usize);
+    if r.is_empty() {
+        return vec![Verdict::skip("S3.1", "no finite grad-norm values")];
+    }
+    let n = r.len() as f64;
+    let above = r.iter().filter(|x| x.1 > high).count() as f64;
+    let below = r.iter().filter(|x| x.1 < low).count() as f64;
+    let mx = r.iter().map(|x| x.1).fold(f64::NEG_INFINITY, f64::max);
+    let mn = r.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    let (a, b) = (s.points[0].step, s.points[s.points.len() - 1].step);
+    let (st, out, msg) = if above / n >= high_frac {
+        (Status::Fail, "high", format!("always-clipping regime ({:.0}% of windows above {high}): LR too high, batch too small, or a pathological example — halve lr_max and re-walk", 100.0 * above / n))
+    } else if below / n >= low_frac {
+        (Status::Fail, "low", format!("dead training ({:.0}% of windows below {low}): the loss mask zeroes most tokens, every parameter is frozen, or the LR is too small for updates to land", 100.0 * below / n))
+    } else if above > 0.0 {
+        (
+            Status::Warn,
+            "high",
+            format!(
+                "rolling grad norm above {high} in {:.0}% of windows",
+                100.0 * above / n
+            ),
+        )
+    } else if below > 0.0 {
+        (
+            Status::Warn,
+            "low",
+            format!(
+                "rolling grad norm below {low} in {:.0}% of windows",
+                100.0 * below / n
+            ),
+        )
+    } else {
+        (
+            Status::Pass,
+            "pass",
+            "gradient norm stays in band".to_string(),
+        )
+    };
+    vec![Verdict::new("S3.1", st, out)
+        .measured(format!(
+            "{}-step rolling mean in [{}, {}]",
+            window,
+            fmt(mn),
+            fmt(mx)
+        ))
+        .expected(format!("[{low}, {high}]"))
+        .message(msg)
+        .evidence(series_evidence(s, a, b))
+        .value("rolling_max", mx)
+        .value("rolling_min", mn)
+        .value("frac_above", above / n)]
+}
+pub(super) const GRAD_NORM_SPIKES: ProbeSpec = ProbeSpec {
+    id: "grad_norm_spikes",
+    question: "How many grad-norm spikes per 200 steps?",
+    entries: &["S3.2"],
+    inputs: &["metrics:grad_norm", "metrics:loss_scale"],
+    params: &[
+        "abs_spike",
+        "rel_spike",
+        "per_steps",
+        "max_spikes",
+        "window",
+    ],
+    outcomes: &["pass", "once", "many", "skip"],
+    run: grad_norm_spikes,
+};
+
+pub fn grad_norm_spikes(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (abs_spike, rel_spike, per, max_spikes, window) = (
+        p!(ctx, "abs_spike"),
+        p!(ctx, "rel_spike"),
+        p!(ctx, "per_steps"),
+        p!(ctx, "max_spikes"),
+        p!(ctx, "window"),
+    );
+    let s = match need(ctx, "grad_norm", "S3.2") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let w = window.max(1.0) as usize;
+    let pts = &s.points;
+    let vals: Vec<f64> = pts.iter().map(|p| p.value).collect();
+    let finite_spike = |i: usize| -> bool {
+        let v = vals[i];
+        let rel = i >= w && median(&vals[i - w..i]).is_some_and(|m| m > 0.0 && v > rel_spike * m);
+        v > abs_spike || rel
+    };
+    let scale = ctx.run.metrics().get("loss_scale");
+    let mut spikes = Vec::new();
+    let mut overflow = Vec::new();
+    let mut i = 0;
+    while i < pts.len() {
+        if pts[i].value.is_finite() {
+            if finite_spike(i) {
+                spikes.push(pts[i].step);
+            }
+            i += 1;
+            continue;
+        }
+        // A run of non-finite norms [i, j): an fp16 overflow the GradScaler skipped when it
+        // comes before any finite norm (calibration), or is isolated, or the loss scale backs
+        // off across it — and training recovers to a finite, non-spiking norm after it.
+        let j = (i..pts.len())
+            .find(|&k| pts[k].value.is_finite())
+            .unwrap_or(pts.len());
+        let recovered = j < pts.len() && !finite_spike(j);
+        let backoff = scale.is_some_and(|sc| {
+            let from = sc
+                .value_at_or_before(pts[i].step.saturating_sub(1))
+                .map_or(pts[i].step, |p| p.step);
+            let to = pts.get(j).map_or(pts[j - 1].step, |p| p.step);
+            sc.range(from, to)
+                .windows(2)
+                .any(|w| w[1].value < w[0].value)
+        });
+        let calibration = i == 0 || !vals[..i].iter().any(|v| v.is_finite());
+        let is_overflow = recovered && (calibration || j - i == 1 || backoff);
+        for p in &pts[i..j] {
+            if is_overflow {
+                overflow.push(p.step);
+            } else {
+                spikes.push(p.step);
+            }
+        }
+        i = j;
+    }
+    spikes.sort_unstable();
+    let (a, b) = (pts[0].step, pts[pts.len() - 1].step);
+    // The seed's rate is per window of `per` steps: the densest window counts, not the
+    // average over a long run.
+    let (dense, dense_at) = max_in_window(&spikes, per.max(1.0) as u64);
+    let overflow_note = if overflow.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} non-finite norm(s) at steps {} not counted: isolated fp16 overflow steps the GradScaler skipped (see O24 if they recur)",
+            overflow.len(),
+            overflow
+                .iter()
+                .take(8)
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let (st, out, msg) = if spikes.is_empty() {
+        (Status::Pass, "pass", "no gradient spikes".to_string())
+    } else if dense as f64 > max_spikes {
+        (Status::Fail, "many", format!("{dense} spikes within {per} steps (from step {}; {} in all): instability — go to the loss-spike / NaN ladder (warmup, clip, lower LR, z-loss, bf16)", dense_at.unwrap_or(a), spikes.len()))
+    } else if spikes.len() == 1 {
+        (
+            Status::Warn,
+            "once",
+            format!(
+                "one spike at step {}: clipping handled it; inspect that batch",
+                spikes[0]
+            ),
+        )
+    } else {
+        (
+            Status::Warn,
+            "many",
+            format!(
+                "{} spikes, at most {dense} within any {per} steps; inspect those batches",
+                spikes.len()
+            ),
+        )
+    };
+    let shown: Vec<String> = spikes.iter().take(8).map(|x| x.to_string()).collect();
+    vec![Verdict::new("S3.2", st, out)
+        .measured(format!(
+            "{} step(s) above {abs_spike} or {rel_spike}× the rolling median (or non-finite){}",
+            spikes.len(),
+            if shown.is_empty() {
+                String::new()
+            } else {
+                format!(" (steps {})", shown.join(", "))
+            }
+        ))
+        .expected(format!(
+            "≤ 1 per {per} steps; fail above {max_spikes} in any {per}"
+        ))
+        .message(format!("{msg}{overflow_note}"))
+        .evidence(series_evidence(s, a, b))
+        .value("spikes", spikes.len() as f64)
+        .value("max_in_window", dense as f64)
+        .value("overflow_steps", overflow.len() as f64)]
+}
+pub(super) const GRAD_NORM_RATIO: ProbeSpec = ProbeSpec {
+    id: "grad_norm_ratio",
+    question: "Is the grad norm k× the baseline's?",
+    entries: &["S6.3", "O9"],
+    inputs: &["metrics:grad_norm", "baseline", "fact:accum_steps"],
+    params: &["tolerance", "max_ratio"],
+    outcomes: &["pass", "k_times", "skip"],
+    run: grad_norm_ratio,
+};
+
+pub fn grad_norm_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (tol, max_ratio) = (p!(ctx, "tolerance"), p!(ctx, "max_ratio"));
+    let Some(base) = ctx.baseline else {
+        return vec![Verdict::skip(
+            "S6.3",
+            "needs --baseline RUN (the same config without accumulation)",
+        )];
+    };
+    let (Some(g), Some(gb)) = (
+        ctx.run.metrics().get("grad_norm"),
+        base.metrics().get("grad_norm"),
+    ) else {
+        return vec![Verdict::skip(
+            "S6.3",
+            "needs a grad_norm series in both runs",
+        )];
+    };
+    let (Some(m), Some(mb)) = (median(&g.values()), median(&gb.values())) else {
+        return vec![Verdict::skip("S6.3", "no finite grad norms")];
+    };
+    if mb <= 0.0 {
+        return vec![Verdict::skip("S6.3", "baseline grad norm is zero")];
+    }
+    let r = m / mb;
+    let k = ctx.facts.f64("accum_steps").filter(|k| *k > 1.0);
+    let near_k = |k: f64| (r / k - 1.0).abs() <= tol;
+    let (st, out, msg) = match k {
+        Some(k) if near_k(k) => (Status::Fail, "k_times", format!("grad norm is {:.2}× the baseline ≈ accum_steps = {k}: the accumulated loss is not divided by accum_steps — loss = loss / accum_steps before backward()", r)),
+        None if r > max_ratio && (r - r.round()).abs() <= tol * r.round() && r.round() >= 2.0 => (Status::Warn, "k_times", format!("grad norm ≈ {}× the baseline: if this run accumulates {} micro-batches, the loss is not divided by accum_steps", r.round(), r.round())),
+        _ if r > max_ratio => (Status::Warn, "pass", format!("grad norm {:.2}× the baseline", r)),
+        _ => (Status::Pass, "pass", "grad norm comparable to the baseline".to_string()),
+    };
+    vec![Verdict::new("S6.3", st, out)
+        .measured(format!(
+            "median grad norm {} vs baseline {} (×{:.2})",
+            fmt(m),
+            fmt(mb),
+            r
+        ))
+        .expected(
+            k.map(|k| format!("×1 (not ×{k})"))
+                .unwrap_or_else(|| format!("≤ ×{max_ratio}")),
+        )
+        .message(msg)
+        .evidence(series_evidence(
+            g,
+            g.points[0].step,
+            g.points[g.points.len() - 1].step,
+        ))
+        .evidence(series_evidence(
+            gb,
+            gb.points[0].step,
+            gb.points[gb.points.len() - 1].step,
+        ))
+        .value("ratio", r)]
+}

@@ -1,0 +1,163 @@
+//! `init_loss` (S1.1): the first logged loss against ln V (or ln C for classifier heads).
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use super::{first_finite, need};
+use crate::probes::util::*;
+
+/// Architecture-name endings of heads that score one of `num_labels` classes (per example or
+/// per token), whose untrained loss is ln C even when the config also has a vocab_size.
+const CLASSIFIER_HEADS: &[&str] = &[
+    "ForSequenceClassification",
+    "ForImageClassification",
+    "ForTokenClassification",
+    "ForAudioClassification",
+    "ForVideoClassification",
+    "ForAudioFrameClassification",
+];
+
+/// Whether the run trains a classifier head: the `task` fact says so, or config.json's
+/// `architectures` (the `architectures` fact) names a classification head.
+fn is_classifier(ctx: &ProbeCtx) -> bool {
+    let task = ctx
+        .facts
+        .get("task")
+        .map(|t| t.to_ascii_lowercase())
+        .unwrap_or_default();
+    task.contains("classification")
+        || ctx
+            .facts
+            .list("architectures")
+            .iter()
+            .any(|a| CLASSIFIER_HEADS.iter().any(|h| a.ends_with(h)))
+}
+
+/// ln V (or ln C) from facts: the number of classes when the user gave it, or when the head is
+/// a classifier, or when there is no vocabulary; else the vocabulary size.
+fn log_v(ctx: &ProbeCtx) -> Option<(f64, String)> {
+    use crate::facts::FactSource;
+    let by_user = |k: &str| {
+        ctx.facts
+            .fact(k)
+            .is_some_and(|f| f.source == FactSource::User)
+    };
+    let vocab = ctx.facts.u64("vocab_size").filter(|v| *v > 1);
+    let classes = ctx.facts.u64("num_classes").filter(|v| *v > 1);
+    let use_classes = match (vocab, classes) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(_), Some(_)) => {
+            by_user("num_classes") || (!by_user("vocab_size") && is_classifier(ctx))
+        }
+    };
+    if use_classes {
+        return classes.map(|c| ((c as f64).ln(), format!("ln C = ln {c}")));
+    }
+    vocab.map(|v| ((v as f64).ln(), format!("ln V = ln {v}")))
+}
+pub(super) const INIT_LOSS: ProbeSpec = ProbeSpec {
+    id: "init_loss",
+    question: "Is the loss at the first logged step within ln V ± band?",
+    entries: &["S1.1", "O1"],
+    inputs: &[
+        "metrics:loss",
+        "fact:vocab_size|num_classes",
+        "fact:architectures|task",
+    ],
+    params: &["band", "high_margin", "low_margin", "max_first_step"],
+    outcomes: &["pass", "high", "low", "skip"],
+    run: init_loss,
+};
+
+// ---------------------------------------------------------------------------------------
+pub fn init_loss(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (band, hi, lo, max_first) = (
+        p!(ctx, "band"),
+        p!(ctx, "high_margin"),
+        p!(ctx, "low_margin"),
+        p!(ctx, "max_first_step"),
+    );
+    let s = match need(ctx, "loss", "S1.1") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let Some(first) = first_finite(s) else {
+        return vec![Verdict::skip("S1.1", "the loss series has no finite value")];
+    };
+    if first.step as f64 > max_first {
+        return vec![Verdict::skip(
+            "S1.1",
+            format!(
+                "first logged loss is at step {} (> {max_first}): not a step-0 loss",
+                first.step
+            ),
+        )];
+    }
+    let Some((lnv, label)) = log_v(ctx) else {
+        return vec![Verdict::skip(
+            "S1.1",
+            "needs fact vocab_size (or num_classes) — none in config.json either",
+        )
+        .measured(format!("loss(step {}) = {}", first.step, fmt(first.value)))];
+    };
+    if ctx.facts.bool("from_scratch") == Some(false) {
+        return vec![Verdict::skip(
+            "S1.1",
+            "from_scratch=false: a fine-tune starts below ln V by design",
+        )
+        .measured(format!("loss(step {}) = {}", first.step, fmt(first.value)))];
+    }
+    let d = first.value - lnv;
+    let measured = format!(
+        "loss(step {}) = {} ({}{} vs {label} = {})",
+        first.step,
+        fmt(first.value),
+        if d >= 0.0 { "+" } else { "" },
+        fmt(d),
+        fmt(lnv)
+    );
+    let expected = format!(
+        "{} ± {band} = [{}, {}]",
+        fmt(lnv),
+        fmt(lnv - band),
+        fmt(lnv + band)
+    );
+    let (status, outcome, msg) = if d.abs() <= band {
+        (
+            Status::Pass,
+            "pass",
+            "the run starts untrained, as a from-scratch run should".to_string(),
+        )
+    } else if d > hi {
+        (Status::Fail, "high", format!("far above {label}: init is broken (weights too large) or the output-head bias is non-zero — check init statistics (S5.1)"))
+    } else if d < -lo {
+        let st = if ctx.facts.bool("from_scratch") == Some(true) {
+            Status::Fail
+        } else {
+            Status::Warn
+        };
+        (st, "low", "well below chance: the model is not untrained — weights were loaded (expected when fine-tuning; set from_scratch=false) or the seed/checkpoint is wrong".to_string())
+    } else if d > 0.0 {
+        (
+            Status::Warn,
+            "pass",
+            format!("above {label} by more than {band}: init slightly too large or a skewed head"),
+        )
+    } else {
+        (
+            Status::Warn,
+            "pass",
+            format!(
+                "below {label} by more than {band}: partly trained weights or an easy first batch"
+            ),
+        )
+    };
+    vec![Verdict::new("S1.1", status, outcome)
+        .measured(measured)
+        .expected(expected)
+        .message(msg)
+        .evidence(series_evidence(s, first.step, first.step))
+        .value("loss0", first.value)
+        .value("ln_v", lnv)
+        .value("delta", d)]
+}

@@ -1,0 +1,212 @@
+//! Loss-curve probes: `loss_trend`, `val_gap`, `loss_degenerate`.
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use super::need;
+use crate::probes::util::*;
+
+pub(super) const LOSS_TREND: ProbeSpec = ProbeSpec {
+    id: "loss_trend",
+    question: "Does the loss EMA fall fast enough?",
+    entries: &["S4.1", "O7"],
+    inputs: &["metrics:loss"],
+    params: &[
+        "ema_span",
+        "early_step",
+        "late_step",
+        "min_slope_per_100",
+        "min_rel_drop",
+        "min_span_steps",
+        "min_points",
+    ],
+    outcomes: &["pass", "rising", "slow", "skip"],
+    run: loss_trend,
+};
+
+// ---------------------------------------------------------------------------------------
+pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (span, early, late, min_slope, min_drop, min_span, min_points) = (
+        p!(ctx, "ema_span"),
+        p!(ctx, "early_step"),
+        p!(ctx, "late_step"),
+        p!(ctx, "min_slope_per_100"),
+        p!(ctx, "min_rel_drop"),
+        p!(ctx, "min_span_steps"),
+        p!(ctx, "min_points"),
+    );
+    let s = match need(ctx, "loss", "S4.1") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let e = ema(&s.points, span);
+    let Some(&(last_step, last_v)) = e.last() else {
+        return vec![Verdict::skip("S4.1", "no finite loss values")];
+    };
+    let first_step = e[0].0;
+    if ((last_step - first_step) as f64) < min_span || (e.len() as f64) < min_points {
+        return vec![Verdict::skip(
+            "S4.1",
+            format!(
+                "too few loss points ({} over steps {first_step}..{last_step}; need {min_points} over {min_span} steps) to judge a trend",
+                e.len()
+            ),
+        )];
+    }
+    let late_s = (late as u64).min(last_step);
+    let early_s = (early as u64)
+        .min(first_step + (late_s - first_step) / 4)
+        .max(first_step);
+    let (Some((_, ve)), Some((_, vl))) = (at_step(&e, early_s), at_step(&e, late_s)) else {
+        return vec![Verdict::skip("S4.1", "no loss around the comparison steps")];
+    };
+    let slope100 = (ve - vl) / ((late_s - early_s).max(1) as f64) * 100.0;
+    let rel_drop = if ve.abs() > 1e-12 {
+        (ve - last_v) / ve.abs()
+    } else {
+        0.0
+    };
+    let long_enough = last_step as f64 >= late;
+    let measured = format!("EMA{span} loss {} at step {early_s} → {} at step {late_s} → {} at step {last_step} ({:+.1}%)", fmt(ve), fmt(vl), fmt(last_v), -100.0 * rel_drop);
+    let (st, out, msg) = if vl >= ve {
+        (Status::Fail, "rising", "the loss is not falling (diverging or static): check the LR schedule (S2) and the optimizer state (S6)".to_string())
+    } else if slope100 < min_slope {
+        (
+            Status::Warn,
+            "slow",
+            format!(
+                "falling by only {} per 100 steps: LR may be too low — try lr_max × 3 and re-walk",
+                fmt(slope100)
+            ),
+        )
+    } else if long_enough && rel_drop < min_drop {
+        (Status::Warn, "slow", format!("only {:.1}% lower over the whole run: barely learning — check the actual LR (O23) and try a larger one (O7)", 100.0 * rel_drop))
+    } else {
+        (Status::Pass, "pass", "the loss falls steadily".to_string())
+    };
+    vec![Verdict::new("S4.1", st, out)
+        .measured(measured)
+        .expected(format!(
+            "falling, ≥ {min_slope} per 100 steps, ≥ {:.0}% over the run",
+            100.0 * min_drop
+        ))
+        .message(msg)
+        .evidence(series_evidence(s, first_step, last_step))
+        .value("slope_per_100", slope100)
+        .value("rel_drop", rel_drop)]
+}
+pub(super) const VAL_GAP: ProbeSpec = ProbeSpec {
+    id: "val_gap",
+    question: "Does val loss track train loss?",
+    entries: &["S4.2"],
+    inputs: &["metrics:loss", "metrics:eval_loss"],
+    params: &["overfit_gap", "by_step", "leak_gap", "ema_span"],
+    outcomes: &["pass", "overfit", "leak", "skip"],
+    run: val_gap,
+};
+
+pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (overfit, by_step, leak, span) = (
+        p!(ctx, "overfit_gap"),
+        p!(ctx, "by_step"),
+        p!(ctx, "leak_gap"),
+        p!(ctx, "ema_span"),
+    );
+    let m = ctx.run.metrics();
+    let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
+        return vec![Verdict::skip(
+            "S4.2",
+            "needs both a training loss and an eval/val loss series",
+        )];
+    };
+    let e = ema(&tr.points, span);
+    let mut gaps = Vec::new();
+    for p in ev.points.iter().filter(|p| p.value.is_finite()) {
+        if let Some((_, t)) = at_step(&e, p.step) {
+            gaps.push((p.step, p.value - t, p.value, t));
+        }
+    }
+    let Some(&(step, gap, v, t)) = gaps.last() else {
+        return vec![Verdict::skip(
+            "S4.2",
+            "no eval point overlaps the training loss",
+        )];
+    };
+    let early_overfit = gaps
+        .iter()
+        .find(|g| g.1 > overfit && g.0 as f64 <= by_step)
+        .copied();
+    let (st, out, msg) = if gap > overfit || early_overfit.is_some() {
+        (Status::Fail, "overfit", format!("validation loss runs away from training loss{}: raise weight_decay (try 0.2), reduce capacity, or add data", early_overfit.map(|g| format!(" (gap {} already at step {})", fmt(g.1), g.0)).unwrap_or_default()))
+    } else if gap < -leak {
+        (Status::Warn, "leak", "validation loss sits well below training loss: the val set may contain training items (leak) — or heavy dropout/augmentation only in training".to_string())
+    } else {
+        (
+            Status::Pass,
+            "pass",
+            "validation tracks training".to_string(),
+        )
+    };
+    vec![Verdict::new("S4.2", st, out)
+        .measured(format!(
+            "val − train = {} at step {step} (val {}, train EMA {})",
+            fmt(gap),
+            fmt(v),
+            fmt(t)
+        ))
+        .expected(format!("gap ≤ {overfit} (by step {by_step}) and ≥ −{leak}"))
+        .message(msg)
+        .evidence(series_evidence(ev, ev.points[0].step, step))
+        .value("gap", gap)]
+}
+pub(super) const LOSS_DEGENERATE: ProbeSpec = ProbeSpec {
+    id: "loss_degenerate",
+    question: "Is the loss exactly 0 or NaN from the start?",
+    entries: &["L2", "O15", "F25", "V5", "L6"],
+    inputs: &["metrics:loss"],
+    params: &["zero_abs", "first_steps"],
+    outcomes: &["pass", "zero", "nan", "skip"],
+    run: loss_degenerate,
+};
+
+pub fn loss_degenerate(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (zero, first) = (p!(ctx, "zero_abs"), p!(ctx, "first_steps"));
+    let s = match need(ctx, "loss", "L2") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let k = (first.max(1.0) as usize).min(s.points.len());
+    let head = &s.points[..k];
+    let (a, b) = (head[0].step, head[k - 1].step);
+    if head
+        .iter()
+        .all(|p| p.value.is_finite() && p.value.abs() <= zero)
+    {
+        return vec![Verdict::new("L2", Status::Fail, "zero")
+            .measured(format!("loss = 0 exactly over the first {k} logged steps"))
+            .expected("a positive loss near ln V at the start")
+            .message("every label is -100 (all masked): the model learns nothing — check the collator's masking (decode one label row)")
+            .evidence(series_evidence(s, a, b))];
+    }
+    if head.iter().any(|p| !p.value.is_finite()) {
+        let vision = ctx.facts.get("domain") == Some("vision")
+            || (ctx.facts.get("num_classes").is_some() && ctx.facts.get("vocab_size").is_none());
+        let entry = if vision { "V5" } else { "L6" };
+        return vec![Verdict::new(entry, Status::Fail, "nan")
+            .measured(format!("non-finite loss within the first {k} steps"))
+            .expected("finite loss from step 1")
+            .message(if vision { "NaN from the start: a void label (255) counted as a class, labels ≥ num_classes, or sigmoid+BCELoss log(0)" } else { "NaN from the start: overflow in the first forward (init scale, fp16 logits) or log(0) in the loss" })
+            .evidence(series_evidence(s, a, b))];
+    }
+    if let Some(p) = s.points.iter().find(|p| !p.value.is_finite()) {
+        return vec![Verdict::new("L6", Status::Fail, "nan")
+            .measured(format!("loss becomes non-finite at step {}", p.step))
+            .expected("finite loss throughout")
+            .message("the loss diverged to NaN/Inf mid-run: logit drift / low-precision overflow — z-loss, grad clipping, bf16 over fp16, lower LR")
+            .evidence(series_evidence(s, p.step, p.step))];
+    }
+    vec![Verdict::new("L2", Status::Pass, "pass")
+        .measured("loss finite and non-zero from the start")
+        .expected("no exactly-zero or NaN loss")
+        .message("the loss is neither masked away nor non-finite")
+        .evidence(series_evidence(s, a, b))]
+}

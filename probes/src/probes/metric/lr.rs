@@ -1,0 +1,495 @@
+//! Learning-rate probes: `lr_schedule` (the logged LR against the declared schedule) and
+//! `lr_warmup_peak`.
+
+use crate::metrics::Point;
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use super::need;
+use crate::probes::util::*;
+
+// ---------------------------------------------------------------------------------------
+
+/// The declared schedule's LR at `step` (1-based logged steps), or None for unknown kinds.
+/// `total` may be infinite (a run of unknown length: the decay has not started to show).
+fn declared_lr(
+    kind: &str,
+    lr_max: f64,
+    warmup: f64,
+    total: f64,
+    t: f64,
+    shift: f64,
+) -> Option<f64> {
+    let w = warmup.max(0.0);
+    let tt = (t - shift).max(0.0);
+    if tt < w && w > 0.0 {
+        return Some(lr_max * tt / w);
+    }
+    let span = (total - w).max(1.0);
+    let frac = ((tt - w) / span).clamp(0.0, 1.0);
+    match kind {
+        "warmup_cosine" | "cosine" => {
+            Some(lr_max * 0.5 * (1.0 + (std::f64::consts::PI * frac).cos()))
+        }
+        "warmup_linear" | "linear" => Some(lr_max * (1.0 - frac)),
+        "constant" | "constant_with_warmup" => Some(lr_max),
+        _ => None,
+    }
+}
+
+fn is_step_kind(kind: &str) -> bool {
+    matches!(kind, "step" | "multistep" | "step_decay" | "warmup_step")
+}
+
+/// A schedule declared through facts, with what is known of its shape.
+struct DeclaredSchedule {
+    kind: String,
+    /// Warmup steps (0 when not stated).
+    warmup: f64,
+    /// Planned optimizer steps, when a fact (or trainer_state.json's max_steps) says.
+    total: Option<f64>,
+    /// Step schedules: the decay steps (`milestones`), or every `step_size` steps.
+    milestones: Vec<f64>,
+    step_size: Option<f64>,
+    gamma: f64,
+}
+
+impl DeclaredSchedule {
+    fn from_facts(ctx: &ProbeCtx, kind: &str, last_step: u64) -> Self {
+        let f = ctx.facts;
+        let mut milestones: Vec<f64> = f
+            .list("milestones")
+            .iter()
+            .filter_map(|m| m.parse::<f64>().ok())
+            .filter(|m| m.is_finite() && *m > 0.0)
+            .collect();
+        milestones.sort_by(|a, b| a.total_cmp(b));
+        DeclaredSchedule {
+            kind: kind.to_string(),
+            warmup: f.f64("warmup_steps").unwrap_or(0.0).max(0.0),
+            total: f
+                .f64("total_steps")
+                .or_else(|| f.f64("max_steps"))
+                .filter(|t| *t > 0.0)
+                .map(|t| t.max(last_step as f64)),
+            milestones,
+            step_size: f.f64("step_size").filter(|s| *s >= 1.0),
+            // PyTorch's StepLR / MultiStepLR default decay factor.
+            gamma: f.f64("gamma").filter(|g| *g > 0.0).unwrap_or(0.1),
+        }
+    }
+
+    /// The declared LR relative to lr_max at logged step `t`, for a run of `total` steps
+    /// (infinite: not known), or None when the shape is not known (a step schedule with no
+    /// milestones, a kind this probe does not model).
+    fn rel_at(&self, total: f64, t: f64, shift: f64) -> Option<f64> {
+        if !is_step_kind(&self.kind) {
+            return declared_lr(&self.kind, 1.0, self.warmup, total, t, shift);
+        }
+        let tt = (t - shift).max(0.0);
+        if self.warmup > 0.0 && tt < self.warmup {
+            return Some(tt / self.warmup);
+        }
+        let k = if let Some(s) = self.step_size {
+            (tt / s).floor()
+        } else if !self.milestones.is_empty() {
+            self.milestones.iter().filter(|m| tt >= **m).count() as f64
+        } else {
+            return None;
+        };
+        Some(self.gamma.powf(k))
+    }
+
+    /// A lower bound every declared schedule satisfies: its warmup ramp (then flat).
+    fn warmup_rel(&self, t: f64, shift: f64) -> f64 {
+        let tt = (t - shift).max(0.0);
+        if self.warmup > 0.0 && tt < self.warmup {
+            tt / self.warmup
+        } else {
+            1.0
+        }
+    }
+
+    /// How much (relative spread) the declared LR must move over the logged steps: the least
+    /// over the two step conventions and, when the run length is unknown, over every length
+    /// (an unending run: only the warmup shows). `exact` is false when only the warmup
+    /// ramp could be modelled.
+    fn expected_spread(&self, pts: &[&Point]) -> (f64, bool) {
+        let total = self.total.unwrap_or(f64::INFINITY);
+        let mut exact = true;
+        let mut best = f64::INFINITY;
+        for shift in [0.0, 1.0] {
+            let curve: Option<Vec<f64>> = pts
+                .iter()
+                .map(|p| self.rel_at(total, p.step as f64, shift))
+                .collect();
+            let curve = curve.unwrap_or_else(|| {
+                exact = false;
+                pts.iter()
+                    .map(|p| self.warmup_rel(p.step as f64, shift))
+                    .collect()
+            });
+            best = best.min(rel_spread(&curve).unwrap_or(0.0));
+        }
+        (best, exact)
+    }
+
+    /// The declared curve's own relative change between two logged steps (the larger over
+    /// the two step conventions), or None when its shape is unknown.
+    fn rel_change(&self, t0: f64, t1: f64) -> Option<f64> {
+        let total = self.total.unwrap_or(f64::INFINITY);
+        [0.0, 1.0]
+            .iter()
+            .filter_map(|&sh| {
+                let (c0, c1) = (self.rel_at(total, t0, sh)?, self.rel_at(total, t1, sh)?);
+                let m = c0.max(c1);
+                Some(if m > 0.0 { (c1 - c0).abs() / m } else { 0.0 })
+            })
+            .reduce(f64::max)
+    }
+
+    /// Run lengths to fit against: the known one, else the length the logged decay implies,
+    /// the last logged step (a finished run) and an unending run (a partial run early on).
+    fn candidate_totals(&self, pts: &[&Point], lr_max: f64, last: f64) -> Vec<f64> {
+        if let Some(t) = self.total {
+            return vec![t];
+        }
+        let w = self.warmup;
+        let mut est = Vec::new();
+        for p in pts {
+            let (t, r) = (p.step as f64, (p.value / lr_max).clamp(0.0, 1.0));
+            let frac = match self.kind.as_str() {
+                "warmup_cosine" | "cosine" => (2.0 * r - 1.0).acos() / std::f64::consts::PI,
+                "warmup_linear" | "linear" => 1.0 - r,
+                _ => continue,
+            };
+            if t > w && frac > 0.0 {
+                est.push(w + (t - w) / frac);
+            }
+        }
+        let mut out = vec![last, f64::INFINITY];
+        if let Some(m) = median(&est) {
+            out.push(m.max(last));
+        }
+        out
+    }
+}
+pub(super) const LR_SCHEDULE: ProbeSpec = ProbeSpec {
+    id: "lr_schedule",
+    question: "Does the logged LR follow the configured schedule?",
+    entries: &["S2.1", "O8", "O23"],
+    inputs: &[
+        "metrics:learning_rate",
+        "fact:schedule",
+        "fact:lr_max",
+        "fact:warmup_steps",
+        "fact:total_steps",
+        "fact:milestones|step_size",
+    ],
+    params: &[
+        "flat_rel_tol",
+        "zero_abs",
+        "jump_rel",
+        "jump_factor",
+        "fit_rel_tol",
+        "fit_min_frac",
+    ],
+    outcomes: &[
+        "pass",
+        "constant_nonzero",
+        "constant_zero",
+        "jumps",
+        "mismatch",
+        "skip",
+    ],
+    run: lr_schedule,
+};
+
+pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (flat, zero, jump, jump_factor, fit_tol, fit_min) = (
+        p!(ctx, "flat_rel_tol"),
+        p!(ctx, "zero_abs"),
+        p!(ctx, "jump_rel"),
+        p!(ctx, "jump_factor"),
+        p!(ctx, "fit_rel_tol"),
+        p!(ctx, "fit_min_frac"),
+    );
+    let s = match need(ctx, "learning_rate", "S2.1") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let pts: Vec<&Point> = s.points.iter().filter(|p| p.value.is_finite()).collect();
+    if pts.is_empty() {
+        return vec![Verdict::skip(
+            "S2.1",
+            "the learning-rate series has no finite value",
+        )];
+    }
+    let (a, b) = (pts[0].step, pts[pts.len() - 1].step);
+    let ev = series_evidence(s, a, b);
+    let lo = pts.iter().map(|p| p.value).fold(f64::INFINITY, f64::min);
+    let hi = pts
+        .iter()
+        .map(|p| p.value)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let declared = ctx
+        .facts
+        .get("schedule")
+        .map(|x| x.trim().to_ascii_lowercase());
+    let decl = declared
+        .as_deref()
+        .map(|k| DeclaredSchedule::from_facts(ctx, k, b));
+    let warmup = decl.as_ref().map(|d| d.warmup).unwrap_or(0.0);
+    let warmup_known = ctx.facts.f64("warmup_steps").is_some();
+    let lr_max = ctx.facts.f64("lr_max").filter(|m| *m > 0.0);
+    let decl_text = declared.clone().unwrap_or_else(|| "none declared".into());
+    let total_text = decl
+        .as_ref()
+        .and_then(|d| d.total)
+        .map(|t| format!("{t} steps"))
+        .unwrap_or_else(|| "run length unknown".into());
+    let base = |st: Status, out: &str| {
+        Verdict::new("S2.1", st, out)
+            .evidence(ev.clone())
+            .value("lr_min", lo)
+            .value("lr_max_logged", hi)
+            .value("points", pts.len() as f64)
+    };
+    if hi <= zero {
+        return vec![base(Status::Fail, "constant_zero")
+            .measured(format!("LR = 0 at every logged step ({} points)", pts.len()))
+            .expected(format!("schedule: {decl_text}"))
+            .message("the LR is zero throughout: warmup multiplies a param_group[\"lr\"] of 0 — initialise param_group[\"lr\"] = lr_max and let the scheduler scale it")];
+    }
+    // A flat LR: a bug only if the declared curve should have moved over these steps.
+    let mut flat_note: Option<String> = None;
+    if pts.len() >= 2 && (hi - lo) / hi <= flat {
+        let measured = format!("LR constant at {} over steps {a}..{b}", fmt(hi));
+        let d = match &decl {
+            Some(d) if d.kind != "constant" => d,
+            _ => return vec![base(Status::Pass, "pass").measured(measured).expected(format!("schedule: {decl_text}")).message("constant LR, and no other schedule declared (pass --fact schedule=… if one was configured)")],
+        };
+        let (want, exact) = d.expected_spread(&pts);
+        let expected = format!(
+            "{} (warmup {warmup}, {total_text}) moves ≥ {:.1}% over steps {a}..{b}",
+            d.kind,
+            100.0 * want
+        );
+        if want > flat {
+            let mut msg = format!("declared {} but the LR never moves: the scheduler is never stepped (call scheduler.step() after optimizer.step()), or the optimizer is rebuilt each step and loses the schedule", d.kind);
+            if let Some(m) = lr_max {
+                msg.push_str(&format!("; it sits at {}× lr_max {}", fmt(hi / m), fmt(m)));
+            }
+            return vec![base(Status::Fail, "constant_nonzero")
+                .measured(measured)
+                .expected(expected)
+                .message(msg)
+                .value("expected_spread", want)];
+        }
+        let why = if !exact {
+            format!("{} decays at steps this probe does not know (pass --fact milestones=… or step_size=…): a flat LR is expected before the first decay", d.kind)
+        } else if d.total.is_none() {
+            format!("with no warmup in this range and the run length unknown, {} may not have visibly decayed yet (pass --fact total_steps=… to check)", d.kind)
+        } else {
+            format!(
+                "the declared {} moves only {:.2}% over this range of a {total_text} run",
+                d.kind,
+                100.0 * want
+            )
+        };
+        let note = format!("flat so far, as the declared schedule allows: {why}; this cannot yet tell a working scheduler from one that is never stepped");
+        if lr_max.is_none() || !exact {
+            return vec![base(Status::Pass, "pass")
+                .measured(measured)
+                .expected(expected)
+                .message(note)
+                .value("expected_spread", want)];
+        }
+        flat_note = Some(note);
+    }
+    // Jumps: a large relative change whose per-step rate is far above the curve's typical
+    // per-step rate (logging gaps are normalised away), outside the warmup ramp, and not
+    // explained by the declared curve itself changing that much between the two points.
+    let gap = |w: &[&Point]| w[1].step.saturating_sub(w[0].step).max(1) as f64;
+    let rates: Vec<f64> = pts
+        .windows(2)
+        .map(|w| (w[1].value - w[0].value).abs() / gap(w))
+        .collect();
+    let typical = median(&rates).unwrap_or(0.0);
+    // Without a declared warmup length, the rising head of the series is the warmup.
+    let first_drop = pts
+        .windows(2)
+        .position(|w| w[1].value < w[0].value)
+        .unwrap_or(pts.len());
+    let mut jumps = Vec::new();
+    for (i, w) in pts.windows(2).enumerate() {
+        let (p0, p1) = (w[0], w[1]);
+        if p0.value <= zero || (p1.step as f64) <= warmup + 1.0 {
+            continue;
+        }
+        if !warmup_known && i < first_drop {
+            continue;
+        }
+        let d = (p1.value - p0.value).abs();
+        let rel = d / p0.value.max(p1.value);
+        let explained = decl
+            .as_ref()
+            .and_then(|dc| dc.rel_change(p0.step as f64, p1.step as f64))
+            .is_some_and(|c| c > jump);
+        if rel > jump && d / gap(w) > jump_factor * typical && !explained {
+            jumps.push(p1.step);
+        }
+    }
+    if !jumps.is_empty() {
+        let measured = format!(
+            "{} discontinuous jump(s), first at step {}",
+            jumps.len(),
+            jumps[0]
+        );
+        return match declared.as_deref() {
+            Some(k) if !is_step_kind(k) => vec![base(Status::Fail, "jumps").measured(measured).expected(format!("smooth {k}")).message("the LR jumps: this is a step-decay schedule, not the declared one — match the scheduler to the config").value("jumps", jumps.len() as f64)],
+            _ => vec![base(Status::Pass, "pass").measured(measured).expected(format!("schedule: {decl_text}")).message("step-decay LR (drops between plateaus)").value("jumps", jumps.len() as f64)],
+        };
+    }
+    // Fit against the declared curve when enough is known; an unknown run length is a free
+    // parameter (a partial or crashed run must not be fitted as if it ended at its last step).
+    if let (Some(d), Some(m)) = (decl.as_ref(), lr_max) {
+        let dev_for = |total: f64, shift: f64| -> Option<f64> {
+            let mut devs = Vec::new();
+            for p in &pts {
+                let e = d.rel_at(total, p.step as f64, shift)?;
+                if e > fit_min {
+                    devs.push((p.value - e * m).abs() / (e * m));
+                }
+            }
+            median(&devs)
+        };
+        let fits: Vec<(f64, f64)> = d
+            .candidate_totals(&pts, m, b as f64)
+            .into_iter()
+            .flat_map(|t| [0.0, 1.0].map(|sh| (t, sh)))
+            .filter_map(|(t, sh)| dev_for(t, sh).map(|dev| (dev, t)))
+            .collect();
+        if let Some((dev, t_fit)) = fits
+            .into_iter()
+            .reduce(|x, y| if y.0 < x.0 { y } else { x })
+        {
+            let ok = dev <= fit_tol;
+            let fitted = match d.total {
+                Some(_) => total_text.clone(),
+                None if t_fit.is_finite() => {
+                    format!("run length unknown, best fit {t_fit:.0} steps")
+                }
+                None => "run length unknown, no decay yet".into(),
+            };
+            let v = base(
+                if ok { Status::Pass } else { Status::Warn },
+                if ok { "pass" } else { "mismatch" },
+            )
+            .measured(format!(
+                "median deviation {:.1}% from {} (peak {})",
+                100.0 * dev,
+                d.kind,
+                fmt(hi)
+            ))
+            .expected(format!(
+                "≤ {:.0}% from {} (lr_max {}, warmup {warmup}, {fitted})",
+                100.0 * fit_tol,
+                d.kind,
+                fmt(m)
+            ))
+            .value("fit_dev", dev);
+            return vec![if ok {
+                v.message(
+                    flat_note
+                        .unwrap_or_else(|| "the logged LR follows the declared schedule".into()),
+                )
+            } else {
+                v.message("the logged LR does not follow the declared schedule: check scheduler cadence (per optimizer step, not per micro-batch or per epoch), lr_max and total_steps")
+            }];
+        }
+    }
+    if let Some(note) = flat_note {
+        return vec![base(Status::Pass, "pass")
+            .measured(format!("LR constant at {} over steps {a}..{b}", fmt(hi)))
+            .expected(format!("schedule: {decl_text}"))
+            .message(note)];
+    }
+    vec![base(Status::Pass, "pass")
+        .measured(format!(
+            "LR varies {}..{} over steps {a}..{b}, no jumps",
+            fmt(lo),
+            fmt(hi)
+        ))
+        .expected(format!("schedule: {decl_text}"))
+        .message(
+            "the LR moves smoothly (declare --fact schedule=… lr_max=… warmup_steps=… to fit it)",
+        )]
+}
+pub(super) const LR_WARMUP_PEAK: ProbeSpec = ProbeSpec {
+    id: "lr_warmup_peak",
+    question: "At step warmup_steps, is the LR within 5% of lr_max?",
+    entries: &["S2.2"],
+    inputs: &["metrics:learning_rate", "fact:warmup_steps", "fact:lr_max"],
+    params: &["pass_rel", "fail_ratio"],
+    outcomes: &["pass", "low", "skip"],
+    run: lr_warmup_peak,
+};
+
+pub fn lr_warmup_peak(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (pass_rel, fail_ratio) = (p!(ctx, "pass_rel"), p!(ctx, "fail_ratio"));
+    let s = match need(ctx, "learning_rate", "S2.2") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let (Some(w), Some(m)) = (
+        ctx.facts.u64("warmup_steps"),
+        ctx.facts.f64("lr_max").filter(|m| *m > 0.0),
+    ) else {
+        return vec![Verdict::skip("S2.2", "needs facts warmup_steps and lr_max")];
+    };
+    let near: Vec<&Point> = s
+        .range(w.saturating_sub(1), w + 2)
+        .iter()
+        .filter(|p| p.value.is_finite())
+        .collect();
+    let Some(best) = near.iter().max_by(|a, b| a.value.total_cmp(&b.value)) else {
+        return vec![Verdict::skip(
+            "S2.2",
+            format!("no LR logged around step {w}"),
+        )];
+    };
+    let r = best.value / m;
+    let (st, out, msg) = if (r - 1.0).abs() <= pass_rel {
+        (
+            Status::Pass,
+            "pass",
+            "warmup reaches lr_max on time".to_string(),
+        )
+    } else if r < fail_ratio {
+        (Status::Fail, "low", format!("LR at the end of warmup is under {fail_ratio}× lr_max: an off-by-one in the warmup formula (t/W vs (t+1)/W at small W), or the schedule is not applied"))
+    } else {
+        (
+            Status::Warn,
+            "low",
+            format!(
+                "LR at the end of warmup misses lr_max by more than {:.0}%",
+                100.0 * pass_rel
+            ),
+        )
+    };
+    vec![Verdict::new("S2.2", st, out)
+        .measured(format!(
+            "LR(step {}) = {} = {:.2}× lr_max",
+            best.step,
+            fmt(best.value),
+            r
+        ))
+        .expected(format!(
+            "within {:.0}% of lr_max {}",
+            100.0 * pass_rel,
+            fmt(m)
+        ))
+        .message(msg)
+        .evidence(series_evidence(s, best.step, best.step))
+        .value("ratio", r)]
+}

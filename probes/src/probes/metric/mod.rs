@@ -1,0 +1,53 @@
+//! Probes over metric logs, one file per question (or per tight group), and the series
+//! look-ups they share.
+
+use crate::metrics::{Point, Series};
+use crate::probe::{ProbeCtx, ProbeSpec, Verdict};
+
+pub mod activations;
+pub mod grad_norm;
+pub mod grad_scaler;
+pub mod init_loss;
+pub mod loss;
+pub mod lr;
+pub mod rl;
+pub mod seed_spread;
+#[cfg(test)]
+mod tests;
+
+/// The metric probes, in registry order.
+pub const SPECS: &[ProbeSpec] = &[
+    init_loss::INIT_LOSS,
+    grad_norm::FIRST_GRAD_NORM,
+    lr::LR_SCHEDULE,
+    lr::LR_WARMUP_PEAK,
+    grad_norm::GRAD_NORM_BAND,
+    grad_norm::GRAD_NORM_SPIKES,
+    loss::LOSS_TREND,
+    loss::VAL_GAP,
+    loss::LOSS_DEGENERATE,
+    grad_scaler::GRAD_SCALER,
+    rl::DPO_HEALTH,
+    rl::PPO_HEALTH,
+    grad_norm::GRAD_NORM_RATIO,
+    seed_spread::SEED_SPREAD,
+    activations::ACTIVATION_GROWTH,
+    activations::DEAD_UNITS,
+];
+
+pub(crate) fn need<'a>(
+    ctx: &'a ProbeCtx,
+    name: &str,
+    entry: &str,
+) -> Result<&'a Series, Vec<Verdict>> {
+    ctx.run.metrics().get(name).ok_or_else(|| {
+        vec![Verdict::skip(
+            entry,
+            format!("no `{name}` series in the run's logs"),
+        )]
+    })
+}
+
+pub(crate) fn first_finite(s: &Series) -> Option<&Point> {
+    s.points.iter().find(|p| p.value.is_finite())
+}

@@ -1,0 +1,189 @@
+//! Preference and RL health: `dpo_health`, `ppo_health`.
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use crate::probes::util::*;
+
+pub(super) const DPO_HEALTH: ProbeSpec = ProbeSpec {
+    id: "dpo_health",
+    question: "Do DPO margins grow without collapse?",
+    entries: &["L9"],
+    inputs: &[
+        "metrics:rewards/margins",
+        "metrics:rewards/accuracies",
+        "metrics:logps/chosen",
+        "metrics:logps/rejected",
+    ],
+    params: &[
+        "flat_margin",
+        "min_accuracy",
+        "good_accuracy",
+        "tail_frac",
+        "logp_drop",
+    ],
+    outcomes: &["pass", "flat_margin", "collapse", "skip"],
+    run: dpo_health,
+};
+
+pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (flat, min_acc, good_acc, tail, drop) = (
+        p!(ctx, "flat_margin"),
+        p!(ctx, "min_accuracy"),
+        p!(ctx, "good_accuracy"),
+        p!(ctx, "tail_frac"),
+        p!(ctx, "logp_drop"),
+    );
+    let m = ctx.run.metrics();
+    let Some(margins) = m.get("rewards/margins") else {
+        return vec![Verdict::skip(
+            "L9",
+            "no rewards/margins series (not a DPO run?)",
+        )];
+    };
+    let mt = tail_mean(margins, tail).unwrap_or(0.0);
+    let acc = m.get("rewards/accuracies").and_then(|s| tail_mean(s, tail));
+    let fall = |name: &str| {
+        m.get(name)
+            .and_then(|s| Some(head_mean(s, tail)? - tail_mean(s, tail)?))
+    };
+    let (fc, fr) = (fall("logps/chosen"), fall("logps/rejected"));
+    let both_fall = matches!((fc, fr), (Some(a), Some(b)) if a > drop && b > drop);
+    let flat_margin = mt <= flat || acc.is_some_and(|a| a < min_acc);
+    let (st, out, msg) = if flat_margin && both_fall {
+        (Status::Fail, "collapse", "both log-probs plunge while the margin stays flat: collapse — lower learning_rate (≈1e-6, 1e-5 for LoRA), raise beta, and make sure the reference model is frozen")
+    } else if flat_margin {
+        (Status::Fail, "flat_margin", "the reward margin does not grow (accuracy near 0.5): beta too large for the signal, LR too low, or a lost ref_model — start beta=0.1 and check the data schema (L8)")
+    } else if acc.is_some_and(|a| a < good_acc) {
+        (
+            Status::Warn,
+            "flat_margin",
+            "margin grows but preference accuracy stays below ~0.7",
+        )
+    } else {
+        (Status::Pass, "pass", "margins grow and accuracy is healthy")
+    };
+    let (a, b) = (
+        margins.points[0].step,
+        margins.points[margins.points.len() - 1].step,
+    );
+    vec![Verdict::new("L9", st, out)
+        .measured(format!(
+            "margins tail mean {}, accuracies {}, logps chosen Δ {}, rejected Δ {}",
+            fmt(mt),
+            acc.map(fmt).unwrap_or("?".into()),
+            fc.map(|x| fmt(-x)).unwrap_or("?".into()),
+            fr.map(|x| fmt(-x)).unwrap_or("?".into())
+        ))
+        .expected(format!(
+            "margins > {flat} and rising, accuracies → ≥ {good_acc}"
+        ))
+        .message(msg)
+        .evidence(series_evidence(margins, a, b))
+        .value("margin_tail", mt)]
+}
+pub(super) const PPO_HEALTH: ProbeSpec = ProbeSpec {
+    id: "ppo_health",
+    question: "Is PPO KL bounded and reward stable?",
+    entries: &["R2", "R1"],
+    inputs: &["metrics:kl", "metrics:reward"],
+    params: &[
+        "kl_target",
+        "kl_blowup_factor",
+        "kl_growth_factor",
+        "reward_drop_frac",
+        "tail_frac",
+        "reward_ema_span",
+    ],
+    outcomes: &["pass", "kl_blowup", "reward_collapse", "skip"],
+    run: ppo_health,
+};
+
+pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (target, factor, growth, drop_frac, tail, reward_span) = (
+        p!(ctx, "kl_target"),
+        p!(ctx, "kl_blowup_factor"),
+        p!(ctx, "kl_growth_factor"),
+        p!(ctx, "reward_drop_frac"),
+        p!(ctx, "tail_frac"),
+        p!(ctx, "reward_ema_span"),
+    );
+    let m = ctx.run.metrics();
+    let kl = m.get("kl");
+    let reward = m.get("reward");
+    if kl.is_none() && reward.is_none() {
+        return vec![Verdict::skip(
+            "R2",
+            "no kl or reward series (not an RL / PPO run?)",
+        )];
+    }
+    let mut out = Vec::new();
+    let mut kl_spiked = false;
+    if let Some(k) = kl {
+        let kt = tail_mean(k, tail).unwrap_or(0.0);
+        let kh = head_mean(k, tail).unwrap_or(0.0);
+        kl_spiked = kt > target;
+        let (st, o, msg) = if kt > target * factor {
+            (Status::Fail, "kl_blowup", "KL to the reference runs away: raise the KL coefficient or use an adaptive controller (target ≈ 6), clip the ratio (cliprange 0.2), fewer PPO epochs; confirm the reference is frozen")
+        } else if kt > target && kt > growth * kh.max(1e-9) {
+            (Status::Warn, "kl_blowup", "KL is growing past its target")
+        } else {
+            (Status::Pass, "pass", "KL stays bounded")
+        };
+        out.push(
+            Verdict::new("R2", st, o)
+                .measured(format!("KL tail mean {} (start {})", fmt(kt), fmt(kh)))
+                .expected(format!("≤ {target} (fail above {})", target * factor))
+                .message(msg)
+                .evidence(series_evidence(
+                    k,
+                    k.points[0].step,
+                    k.points[k.points.len() - 1].step,
+                ))
+                .value("kl_tail", kt),
+        );
+    }
+    if let Some(r) = reward {
+        let e = ema(&r.points, reward_span);
+        let start = e.first().map(|x| x.1).unwrap_or(0.0);
+        let (peak_step, peak) =
+            e.iter()
+                .copied()
+                .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+        let last = e.last().map(|x| x.1).unwrap_or(0.0);
+        let rise = (peak - start).abs().max(1e-12);
+        let collapsed = peak > start
+            && (peak - last) / rise > drop_frac
+            && e.last().is_some_and(|l| l.0 > peak_step);
+        let (st, o, msg) = if collapsed && kl_spiked {
+            (Status::Fail, "reward_collapse", "reward fell after its peak while KL spiked: reward hacking / over-optimisation — stronger KL penalty, LR ≈ 1e-6, fewer PPO epochs, a length penalty if length is gamed")
+        } else if collapsed {
+            (
+                Status::Warn,
+                "reward_collapse",
+                "reward dropped well below its peak",
+            )
+        } else {
+            (Status::Pass, "pass", "reward holds")
+        };
+        out.push(
+            Verdict::new("R1", st, o)
+                .measured(format!(
+                    "reward EMA start {} → peak {} (step {peak_step}) → last {}",
+                    fmt(start),
+                    fmt(peak),
+                    fmt(last)
+                ))
+                .expected(format!(
+                    "no drop of more than {:.0}% of the gain",
+                    100.0 * drop_frac
+                ))
+                .message(msg)
+                .evidence(series_evidence(
+                    r,
+                    r.points[0].step,
+                    r.points[r.points.len() - 1].step,
+                )),
+        );
+    }
+    out
+}

@@ -1,0 +1,148 @@
+//! `decay_groups` (S6.1): weight-decay groups holding 1-D tensors (norms, biases).
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use crate::probes::checkpoint::model::*;
+use crate::probes::checkpoint::optimizer_state::*;
+use crate::probes::util::*;
+
+pub(super) const DECAY_GROUPS: ProbeSpec = ProbeSpec {
+    id: "decay_groups",
+    question: "Do the weight-decayed param groups hold 1-D tensors (biases, norm gains)?",
+    entries: &["S6.1", "O6"],
+    inputs: &["optimizer"],
+    params: &["decay_min", "mixed_status", "batchnorm_status"],
+    outcomes: &["pass", "decayed_1d", "skip"],
+    run: decay_groups,
+};
+
+// =======================================================================================
+// S6.1 — decay groups holding 1-D tensors
+// =======================================================================================
+
+pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
+    const E: &str = "S6.1";
+    let decay_min = p!(ctx, E, "decay_min");
+    let mixed = match ctx.params.text("mixed_status") {
+        Ok(t) if t.eq_ignore_ascii_case("fail") => Status::Fail,
+        Ok(_) => Status::Warn,
+        Err(e) => return vec![Verdict::skip(E, format!("playbook: {e}"))],
+    };
+    let (opt, c) = match newest_optimizer(ctx.run, E) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let model = model_for(ctx.run, c);
+    let names = param_names(&opt, model.as_ref());
+    let mut decayed_1d: Vec<String> = Vec::new();
+    let mut groups_desc = Vec::new();
+    let mut unknown = 0usize;
+    let mut any_decay = false;
+    for g in &opt.groups {
+        let wd = g.weight_decay.unwrap_or(0.0);
+        let mut n1 = 0;
+        let mut n2 = 0;
+        for id in &g.params {
+            let shape = opt
+                .state
+                .get(id)
+                .map(|s| s.shape.clone())
+                .filter(|s| !s.is_empty())
+                .or_else(|| {
+                    names
+                        .get(id)
+                        .and_then(|n| model.as_ref()?.info(n).map(|i| i.shape.clone()))
+                });
+            match shape {
+                Some(s) if s.len() <= 1 => {
+                    n1 += 1;
+                    if wd > decay_min {
+                        decayed_1d.push(describe_param(*id, &names, &opt));
+                    }
+                }
+                Some(_) => n2 += 1,
+                None => unknown += 1,
+            }
+        }
+        any_decay |= wd > decay_min;
+        groups_desc.push(format!(
+            "group {} wd {}: {} params ({} 1-D, {} ≥2-D)",
+            g.index,
+            fmt(wd),
+            g.params.len(),
+            n1,
+            n2
+        ));
+    }
+    let measured = groups_desc.join("; ");
+    let ev = opt_ev(&opt, c);
+    let expected = "1-D tensors (biases, norm gains) only in weight_decay = 0 groups".to_string();
+    // A BatchNorm conv net (running stats, no LayerNorm) that decays every parameter follows
+    // the classic CNN recipe; the playbook decides how loudly to say so (`batchnorm_status`).
+    let cnn = model.as_ref().is_some_and(|m| {
+        let mut bn = false;
+        let mut ln = false;
+        for (n, _) in m.infos() {
+            let l = n.to_ascii_lowercase();
+            bn |= l.ends_with("running_mean");
+            ln |= l.contains("layernorm")
+                || l.contains("layer_norm")
+                || l.contains(".ln_")
+                || l.contains(".ln1")
+                || l.contains(".ln2")
+                || l.contains("rmsnorm")
+                || l.ends_with("ln_f.weight");
+        }
+        bn && !ln
+    });
+    if !decayed_1d.is_empty() && cnn {
+        let st = match ctx.params.text("batchnorm_status") {
+            Ok(t) if t.eq_ignore_ascii_case("fail") => Status::Fail,
+            Ok(t) if t.eq_ignore_ascii_case("warn") => Status::Warn,
+            Ok(_) => Status::Pass,
+            Err(e) => return vec![Verdict::skip(E, format!("playbook: {e}"))],
+        };
+        let outcome = if st == Status::Pass {
+            "pass"
+        } else {
+            "decayed_1d"
+        };
+        return vec![Verdict::new(E, st, outcome)
+            .measured(measured)
+            .expected(expected)
+            .message(format!(
+                "BatchNorm conv net: {} 1-D tensors (BN gains/biases, conv biases) are decayed, as the classic CNN recipes do; excluding them (torchvision norm_weight_decay=0.0) is optional here — for a transformer's LayerNorm gains this would be flagged",
+                decayed_1d.len()
+            ))
+            .evidence(ev)
+            .value("decayed_1d", decayed_1d.len() as f64)];
+    }
+    if !decayed_1d.is_empty() {
+        return vec![Verdict::new(E, mixed, "decayed_1d")
+            .measured(measured)
+            .expected(expected)
+            .message(format!(
+                "{} 1-D tensors (biases, LayerNorm/BatchNorm gains) sit in a weight-decayed group: {} — decay pulls norm gains toward 0 and biases toward 0; split param_groups by p.ndim (ndim < 2 → weight_decay 0.0) and use AdamW",
+                decayed_1d.len(),
+                list_some(&decayed_1d, 4)
+            ))
+            .evidence(ev)
+            .value("decayed_1d", decayed_1d.len() as f64)];
+    }
+    if unknown > 0 && opt.state.is_empty() {
+        return vec![Verdict::skip(
+            E,
+            "the optimizer has no state yet: parameter shapes unknown",
+        )];
+    }
+    vec![Verdict::new(E, Status::Pass, "pass")
+        .measured(measured)
+        .expected(expected)
+        .message(if any_decay {
+            "decayed groups hold only ≥2-D tensors"
+        } else {
+            "no param group applies weight decay"
+        })
+        .evidence(ev)
+        .value("decayed_1d", 0.0)]
+}

@@ -1,0 +1,72 @@
+//! `params_without_state` (O2/O17): parameters in the optimizer that hold no state.
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use crate::probes::checkpoint::model::*;
+use crate::probes::checkpoint::optimizer_state::*;
+
+pub(super) const PARAMS_WITHOUT_STATE: ProbeSpec = ProbeSpec {
+    id: "params_without_state",
+    question:
+        "Are there parameters in the optimizer that never received state (never got a gradient)?",
+    entries: &["O2", "O17"],
+    inputs: &["optimizer"],
+    params: &[],
+    outcomes: &["pass", "missing_state", "skip"],
+    run: params_without_state,
+};
+
+// =======================================================================================
+// O2/O17 — params in the optimizer without state
+// =======================================================================================
+
+pub fn params_without_state(ctx: &ProbeCtx) -> Vec<Verdict> {
+    const E: &str = "O2";
+    let (opt, c) = match newest_optimizer(ctx.run, E) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let total: usize = opt.groups.iter().map(|g| g.params.len()).sum();
+    let missing = opt.params_without_state();
+    let step = max_state_step(&opt)
+        .unwrap_or(0.0)
+        .max(c.map(|c| c.step as f64).unwrap_or(0.0));
+    let adam_like = opt.groups.iter().any(|g| g.betas.is_some());
+    let ev = opt_ev(&opt, c);
+    if step <= 0.0 {
+        return vec![Verdict::skip(E, "the optimizer has not stepped yet")];
+    }
+    if opt.state.is_empty() && !adam_like {
+        return vec![Verdict::skip(
+            E,
+            "the optimizer keeps no per-parameter state (plain SGD)",
+        )];
+    }
+    let measured = format!(
+        "{} of {total} params have no optimizer state at step {}",
+        missing.len(),
+        fstep(step)
+    );
+    if missing.is_empty() {
+        return vec![Verdict::new(E, Status::Pass, "pass")
+            .measured(measured)
+            .expected("every param in a group has state")
+            .message("every parameter in the optimizer received a gradient")
+            .evidence(ev)];
+    }
+    let names = param_names(&opt, model_for(ctx.run, c).as_ref());
+    let list: Vec<String> = missing
+        .iter()
+        .map(|id| describe_param(*id, &names, &opt))
+        .collect();
+    vec![Verdict::new(E, Status::Warn, "missing_state")
+        .measured(measured)
+        .expected("every param in a group has state")
+        .message(format!(
+            "{} params in the optimizer never received a gradient: {} — they are frozen (requires_grad=False) or unused in forward; if they should train, their graph is cut (detach, no_grad, an unused branch); if frozen, leave them out of the optimizer",
+            missing.len(),
+            list_some(&list, 6)
+        ))
+        .evidence(ev)
+        .value("missing", missing.len() as f64)]
+}

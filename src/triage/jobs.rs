@@ -1,0 +1,298 @@
+//! The TUI's jobs and the work behind them: what a job asks ([`JobKind`]), what it gives back
+//! ([`JobOutput`]), and [`LiveRunner`], which attaches the run and runs probes (through
+//! [`super::check`]) or reads tensors (through [`super::weights`]). The work sits behind
+//! [`ProbeRunner`] so tests inject a synchronous runner and the UI never touches candle.
+//! Tensor views (the run screen's weight histogram) are a second lane ([`JobKind::is_view`]).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use mltriage_probes::device::{Compute, DeviceRequest};
+use mltriage_probes::facts::Facts;
+use mltriage_probes::probe::Status;
+use mltriage_probes::run::Run;
+
+use super::check;
+use super::weights::{RunWeights, TensorHist, TensorList};
+use crate::catalog::Catalog;
+use crate::findings::{order, Finding};
+
+pub type JobId = u64;
+
+/// What to compute.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobKind {
+    /// Discover the run, read its metrics, then run every probe (`check`).
+    Attach,
+    /// Every probe again (after the user added facts).
+    Check,
+    /// One probe, for a walk node.
+    Probe { probe: String },
+    /// The probes answering one entry ("check this").
+    EntryCheck { entry: String },
+    /// The tensors of the newest (and the init) checkpoint.
+    Tensors,
+    /// One tensor's statistics and histogram, init vs now.
+    Histogram { tensor: String },
+}
+
+impl JobKind {
+    /// Reads tensors for display rather than running probes: its own lane.
+    pub fn is_view(&self) -> bool {
+        matches!(self, JobKind::Tensors | JobKind::Histogram { .. })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct JobRequest {
+    pub id: JobId,
+    pub kind: JobKind,
+    /// The user's facts at the time of the request (typed in the TUI or `--fact`).
+    pub facts: Facts,
+}
+
+/// One metric series as the charts need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesView {
+    pub name: String,
+    pub tag: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// What the run holds, for the home screen's one-line summary and the run screen.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub root: String,
+    pub artifacts: usize,
+    pub checkpoints: Vec<u64>,
+    pub max_step: Option<u64>,
+    pub metric_names: Vec<String>,
+    pub series: Vec<SeriesView>,
+    pub facts: Facts,
+    pub problems: Vec<String>,
+    pub device: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum JobOutput {
+    Attached(Box<RunSummary>, Vec<Finding>),
+    Findings(Vec<Finding>),
+    Tensors(Box<TensorList>),
+    Histogram(Box<TensorHist>),
+    Cancelled,
+    Failed(String),
+}
+
+/// Does the work of a job. `progress` takes percent; `cancel` is polled between steps.
+pub trait ProbeRunner: Send {
+    fn run(
+        &mut self,
+        job: &JobRequest,
+        progress: &mut dyn FnMut(u8),
+        cancel: &AtomicBool,
+    ) -> JobOutput;
+}
+
+/// The real runner: the catalog, the attached run (discovered on the worker thread) and the
+/// device, chosen once on first use.
+pub struct LiveRunner {
+    cat: Arc<Catalog>,
+    path: Option<PathBuf>,
+    run: Option<Run>,
+    device: DeviceRequest,
+    compute: Option<Compute>,
+    weights: Option<RunWeights>,
+}
+
+impl LiveRunner {
+    pub fn new(cat: Arc<Catalog>, path: Option<PathBuf>) -> Self {
+        LiveRunner {
+            cat,
+            path,
+            run: None,
+            device: DeviceRequest::Auto,
+            compute: None,
+            weights: None,
+        }
+    }
+
+    /// Compute on this device (`--device`); the default is `auto`.
+    pub fn with_device(mut self, device: DeviceRequest) -> Self {
+        self.device = device;
+        self.compute = None;
+        self
+    }
+
+    /// The run's checkpoint weights, opened once (headers only).
+    fn weights(&mut self) -> Result<&RunWeights, String> {
+        if self.weights.is_none() {
+            let w = RunWeights::open(self.ensure_run()?);
+            self.weights = Some(w);
+        }
+        Ok(self.weights.as_ref().expect("set above"))
+    }
+
+    fn ensure_run(&mut self) -> Result<&Run, String> {
+        if self.run.is_none() {
+            let p = self
+                .path
+                .as_ref()
+                .ok_or_else(|| "no run attached".to_string())?;
+            let run = Run::discover(p).map_err(|e| e.to_string())?;
+            self.run = Some(run);
+        }
+        Ok(self.run.as_ref().expect("set above"))
+    }
+
+    fn compute(&mut self) -> Compute {
+        self.compute
+            .get_or_insert_with(|| Compute::select(self.device))
+            .clone()
+    }
+
+    fn probes(
+        &mut self,
+        ids: &[String],
+        facts: &Facts,
+        progress: &mut dyn FnMut(u8),
+        cancel: &AtomicBool,
+    ) -> Result<Vec<Finding>, JobOutput> {
+        let compute = self.compute();
+        let cat = self.cat.clone();
+        let run = self.ensure_run().map_err(JobOutput::Failed)?;
+        let facts = check::effective_facts(run, facts);
+        let mut out = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(JobOutput::Cancelled);
+            }
+            match check::run_one(&cat, id, run, &facts, &compute, None) {
+                Some(mut f) => out.append(&mut f),
+                None => out.push(not_implemented(&cat, id)),
+            }
+            progress(((i + 1) * 100 / ids.len().max(1)) as u8);
+        }
+        order(&cat, &mut out);
+        Ok(out)
+    }
+}
+
+/// A `skip` finding for a probe the playbook names but the probes crate does not implement yet.
+pub fn not_implemented(cat: &Catalog, probe: &str) -> Finding {
+    let entry = cat
+        .probe(probe)
+        .and_then(|p| p.entries.first().cloned())
+        .unwrap_or_default();
+    Finding {
+        title: cat
+            .entry(&entry)
+            .map(|e| e.title.clone())
+            .unwrap_or_default(),
+        id: entry,
+        status: Status::Skip,
+        probe: probe.to_string(),
+        measured: String::new(),
+        expected: String::new(),
+        evidence: Vec::new(),
+        message: "probe not implemented yet".into(),
+        outcome: "skip".into(),
+        explained_by: Vec::new(),
+        nodes: Vec::new(),
+        priority: 100,
+    }
+}
+
+fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
+    let m = run.metrics();
+    let mut names: Vec<String> = m.names().into_iter().map(String::from).collect();
+    names.sort();
+    names.dedup();
+    let series = names
+        .iter()
+        .filter_map(|n| m.get(n))
+        .map(|s| SeriesView {
+            name: s.name.clone(),
+            tag: s.tag.clone(),
+            points: s.points.iter().map(|p| (p.step as f64, p.value)).collect(),
+        })
+        .collect();
+    let mut problems = run.problems();
+    problems.dedup();
+    RunSummary {
+        root: run.root.display().to_string(),
+        artifacts: run.artifacts.len(),
+        checkpoints: run.checkpoints.iter().map(|c| c.step).collect(),
+        max_step: run.max_step(),
+        metric_names: names,
+        series,
+        facts: check::effective_facts(run, facts),
+        problems,
+        device: device.to_string(),
+    }
+}
+
+impl ProbeRunner for LiveRunner {
+    fn run(
+        &mut self,
+        job: &JobRequest,
+        progress: &mut dyn FnMut(u8),
+        cancel: &AtomicBool,
+    ) -> JobOutput {
+        let all: Vec<String> = self.cat.probes.iter().map(|p| p.id.clone()).collect();
+        let result = match &job.kind {
+            JobKind::Attach => {
+                if let Err(e) = self.ensure_run() {
+                    return JobOutput::Failed(e);
+                }
+                progress(10);
+                let device = self.compute().label;
+                let summary = summarize(self.run.as_ref().expect("attached"), &job.facts, &device);
+                let findings = match self.probes(&all, &job.facts, progress, cancel) {
+                    Ok(f) => f
+                        .into_iter()
+                        .filter(|f| f.message != "probe not implemented yet")
+                        .collect(),
+                    Err(JobOutput::Cancelled) => Vec::new(),
+                    Err(e) => return e,
+                };
+                return JobOutput::Attached(Box::new(summary), findings);
+            }
+            JobKind::Check => self.probes(&all, &job.facts, progress, cancel).map(|f| {
+                f.into_iter()
+                    .filter(|f| f.message != "probe not implemented yet")
+                    .collect()
+            }),
+            JobKind::Probe { probe } => {
+                self.probes(std::slice::from_ref(probe), &job.facts, progress, cancel)
+            }
+            JobKind::EntryCheck { entry } => {
+                let ids: Vec<String> = self
+                    .cat
+                    .probes_for_entry(entry)
+                    .map(|p| p.id.clone())
+                    .collect();
+                if ids.is_empty() {
+                    return JobOutput::Failed(format!("no probe answers {entry}"));
+                }
+                self.probes(&ids, &job.facts, progress, cancel)
+            }
+            JobKind::Tensors => {
+                return match self.weights() {
+                    Ok(w) => JobOutput::Tensors(Box::new(w.list())),
+                    Err(e) => JobOutput::Failed(e),
+                }
+            }
+            JobKind::Histogram { tensor } => {
+                return match self.weights() {
+                    Ok(w) => JobOutput::Histogram(Box::new(w.histogram(tensor))),
+                    Err(e) => JobOutput::Failed(e),
+                }
+            }
+        };
+        match result {
+            Ok(f) => JobOutput::Findings(f),
+            Err(e) => e,
+        }
+    }
+}
