@@ -4,8 +4,11 @@
 
 pub mod csvlog;
 pub mod jsonl;
+pub mod mlflow;
+pub mod stdout_log;
 pub mod tfevents;
 pub mod trainer_state;
+pub mod wandb;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
