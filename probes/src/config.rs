@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::{ReadError, Result};
-use crate::metrics::{json_step, parse_py_json, py_number};
+use crate::pyjson::{json_step, parse_py_json, py_number};
 
 /// Read a JSON config file into an object (Python `NaN`/`Infinity` literals allowed).
 fn read_object(path: &Path) -> Result<Value> {

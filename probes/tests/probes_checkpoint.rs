@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use mltriage_probes::device::Compute;
+use mltriage_probes::facts::facts_from_artifacts;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::{run_probe, ParamValue, Params, ProbeCtx, ProbeSpec, Status, Verdict};
 use mltriage_probes::probes::{checkpoint, optimizer};
-use mltriage_probes::run::{facts_from_artifacts, Run};
+use mltriage_probes::run::Run;
 
 /// The probes over checkpoints and optimizer state.
 fn specs() -> impl Iterator<Item = &'static mltriage_probes::probe::ProbeSpec> {
