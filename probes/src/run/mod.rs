@@ -56,6 +56,20 @@ pub enum ArtifactKind {
     HParams,
     /// A dumped batch: `batch*.safetensors|.pt`, `*batch*.pt`, `inputs*.pt`.
     Batch,
+    /// Captured training stdout: `train.log`, `nohup.out`, `slurm-<job>.out`, `*.log`.
+    StdoutLog,
+    /// A W&B run record file (`run-<id>.wandb`).
+    WandbRecord,
+    /// One metric of an MLflow file store (`mlruns/<exp>/<run>/metrics/<key>`).
+    MlflowMetric,
+    /// One param of an MLflow file store (`…/params/<key>`).
+    MlflowParam,
+    /// A torch.distributed.checkpoint shard (`__0_0.distcp`).
+    DcpShard,
+    /// A torch.distributed.checkpoint `.metadata` file.
+    DcpMetadata,
+    /// A diffusers pipeline index (`model_index.json`): the folder is an export.
+    PipelineIndex,
     Other,
 }
 
@@ -80,6 +94,13 @@ impl ArtifactKind {
             ArtifactKind::AdapterConfig => "adapter_config",
             ArtifactKind::HParams => "hparams",
             ArtifactKind::Batch => "batch",
+            ArtifactKind::StdoutLog => "stdout_log",
+            ArtifactKind::WandbRecord => "wandb_record",
+            ArtifactKind::MlflowMetric => "mlflow_metric",
+            ArtifactKind::MlflowParam => "mlflow_param",
+            ArtifactKind::DcpShard => "dcp_shard",
+            ArtifactKind::DcpMetadata => "dcp_metadata",
+            ArtifactKind::PipelineIndex => "pipeline_index",
             ArtifactKind::Other => "other",
         }
     }
@@ -93,6 +114,9 @@ impl ArtifactKind {
                 | ArtifactKind::MetricsCsv
                 | ArtifactKind::Csv
                 | ArtifactKind::Jsonl
+                | ArtifactKind::StdoutLog
+                | ArtifactKind::WandbRecord
+                | ArtifactKind::MlflowMetric
         )
     }
 
@@ -363,7 +387,7 @@ fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
         };
         for entry in rd.flatten() {
             let name = entry.file_name();
-            if name.as_encoded_bytes().first() == Some(&b'.')
+            if (name.as_encoded_bytes().first() == Some(&b'.') && name != ".metadata")
                 || name == "__pycache__"
                 || name == "node_modules"
             {
@@ -417,7 +441,18 @@ fn artifact(base: &Path, path: PathBuf, bytes: u64) -> Artifact {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let kind = classify(&name);
+    let mut kind = classify(&name);
+    let in_dir = |d: &str| {
+        path.ancestors()
+            .skip(1)
+            .take(9)
+            .any(|a| a.file_name().is_some_and(|n| n == d))
+    };
+    if in_dir("metrics") && crate::metrics::mlflow::metric_key(&path).is_some() {
+        kind = ArtifactKind::MlflowMetric;
+    } else if in_dir("params") && crate::metrics::mlflow::param_key(&path).is_some() {
+        kind = ArtifactKind::MlflowParam;
+    }
     // Names from the file up to the root folder's own name.
     let mut names = vec![name.clone()];
     let mut dir = path.parent();
@@ -456,6 +491,8 @@ pub fn classify(name: &str) -> ArtifactKind {
         "scheduler.pt" | "scheduler.pth" | "scheduler.bin" | "lr_scheduler.pt"
         | "lr_scheduler.bin" => return K::Scheduler,
         "scaler.pt" => return K::Other,
+        "model_index.json" => return K::PipelineIndex,
+        ".metadata" => return K::DcpMetadata,
         _ => {}
     }
     if n.starts_with("events.out.tfevents") {
@@ -465,7 +502,9 @@ pub fn classify(name: &str) -> ArtifactKind {
         Some((s, e)) => (s, e),
         None => (n.as_str(), ""),
     };
-    if stem.starts_with("rng_state") && matches!(ext, "pth" | "pt") {
+    if (stem.starts_with("rng_state") && matches!(ext, "pth" | "pt"))
+        || (stem.starts_with("random_states") && ext == "pkl")
+    {
         return K::RngState;
     }
     if ext == "json"
@@ -501,6 +540,8 @@ pub fn classify(name: &str) -> ArtifactKind {
             }
         }
         "jsonl" | "ndjson" => K::Jsonl,
+        "wandb" => K::WandbRecord,
+        "distcp" => K::DcpShard,
         "json"
             if !stem.contains("config")
                 && ["metric", "log", "history", "scalars", "progress"]
@@ -509,6 +550,7 @@ pub fn classify(name: &str) -> ArtifactKind {
         {
             K::Jsonl
         }
+        _ if crate::metrics::stdout_log::is_stdout_log_name(&n) => K::StdoutLog,
         _ => K::Other,
     }
 }
