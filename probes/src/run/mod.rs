@@ -152,6 +152,14 @@ pub struct Artifact {
     pub bytes: u64,
 }
 
+/// A weight file that discovery found but does not count as a checkpoint, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SetAside {
+    #[serde(serialize_with = "lossy_path")]
+    pub path: PathBuf,
+    pub reason: String,
+}
+
 /// One checkpoint: a `checkpoint-N/`-like folder, or a single `epoch=E-step=S.ckpt`-like file.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct CheckpointDir {
@@ -208,6 +216,8 @@ pub struct Run {
     pub checkpoints: Vec<CheckpointDir>,
     /// What the walk could not read or chose to stop at (`<path>: <why>`).
     pub walk_problems: Vec<String>,
+    /// Weight files that are not a training step (exports, copies of a checkpoint), with why.
+    pub set_aside: Vec<SetAside>,
     metrics: OnceLock<Loaded>,
     state: OnceLock<Option<TrainerState>>,
     config_problems: OnceLock<Vec<String>>,
@@ -237,7 +247,9 @@ impl Run {
             .map(|(p, bytes)| artifact(base, p, bytes))
             .collect();
         run.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
-        run.checkpoints = group_checkpoints(&run);
+        let (checkpoints, set_aside) = group_checkpoints(&run);
+        run.checkpoints = checkpoints;
+        run.set_aside = set_aside;
         Ok(run)
     }
 
