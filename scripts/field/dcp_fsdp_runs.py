@@ -90,13 +90,13 @@ def worker(rank, world, out, kw, port):
 
 
 RUNS = {
-    "dcp_fsdp_healthy": (dict(), None, [], {}),
+    "dcp_fsdp_healthy": (dict(), None, [], {"vocab_size": "64"}),
     "dcp_fsdp_bad_init": (dict(init_std=1.0), "every weight drawn with std 1.0",
-                          ["S5.1", "S1.1"], {}),
+                          ["S5.1", "S1.1"], {"vocab_size": "64"}),
     "dcp_fsdp_frozen_in_optimizer": (
         dict(freeze_at=150),
         "fc1 frozen at step 150 with requires_grad_(False), left in AdamW, grads zeroed not freed",
-        ["O17"], {"frozen": "fc1"}),
+        ["O17"], {"frozen": "fc1", "vocab_size": "64"}),
 }
 
 if __name__ == "__main__":

@@ -65,13 +65,13 @@ def worker(rank, world, out, kw, port):
 
 
 RUNS = {
-    "deepspeed_zero2_healthy": (dict(), None, [], {}),
-    "deepspeed_zero2_lr_100x": (dict(lr=0.3), "optimizer lr 0.3 in the DeepSpeed config, 100x 3e-3",
-                                ["S3.1", "S3.2", "S4.1", "S1.2", "O22"], {"lr_max": "0.003"}),
+    "deepspeed_zero2_healthy": (dict(), None, [], {"vocab_size": "64"}),
+    "deepspeed_zero2_bad_init": (dict(init_std=1.0), "every weight drawn with std 1.0",
+                                 ["S1.1", "S5.1"], {"vocab_size": "64"}),
     "deepspeed_zero2_no_decay_split": (
         dict(wd=0.1),
         "weight_decay 0.1 in the DeepSpeed optimizer config: one group, biases and LayerNorm decayed",
-        ["S6.1", "O6"], {}),
+        ["S6.1", "O6"], {"vocab_size": "64"}),
 }
 
 if __name__ == "__main__":

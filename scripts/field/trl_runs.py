@@ -117,7 +117,7 @@ if __name__ == "__main__":
     if "trl_dpo_lr_100x" in want:
         dpo("trl_dpo_lr_100x", sft_final, lr=5e-2)
         record("trl_dpo_lr_100x", made, "learning_rate 5e-2, 100x the healthy 5e-4",
-               ["L9"], {"phase": "dpo"})
+               ["L9", "S3.1", "S3.2", "S4.1"], {"phase": "dpo"})
     if "trl_dpo_lr_tiny" in want:
         dpo("trl_dpo_lr_tiny", sft_final, lr=5e-9)
         record("trl_dpo_lr_tiny", made, "learning_rate 5e-9: margins never move",
@@ -128,4 +128,4 @@ if __name__ == "__main__":
     if "trl_grpo_lr_100x" in want:
         grpo("trl_grpo_lr_100x", sft_final, lr=1e-1)
         record("trl_grpo_lr_100x", made, "learning_rate 1e-1, 100x the healthy 1e-3",
-               ["R1", "R2"], {"phase": "grpo"})
+               ["R1", "R2", "S3.1", "S3.2"], {"phase": "grpo"})

@@ -74,13 +74,33 @@ pub fn parse(text: &str, source: &Path) -> LogRead {
             });
         }
     }
-    out.series = order
+    let mut series: Vec<Series> = order
         .into_iter()
         .filter_map(|k| {
             let pts = by_key.remove(&k)?;
             Some(Series::from_points(&k, source, pts))
         })
         .collect();
+    // Two keys of one log with one canonical name (nanoGPT's per-iteration `loss` and the
+    // eval-time `train loss`): the longest keeps the name, the others keep their own key,
+    // so one log never looks like several runs of one metric.
+    for i in 0..series.len() {
+        let longest = series
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.name == series[i].name)
+            .max_by_key(|(j, s)| (s.len(), s.tag == s.name, std::cmp::Reverse(*j)))
+            .map(|(j, _)| j);
+        if longest != Some(i) {
+            let own = series[i].tag.clone();
+            series[i].name = if own == series[i].name {
+                format!("{own} (second series)")
+            } else {
+                own
+            };
+        }
+    }
+    out.series = series;
     out
 }
 
@@ -240,6 +260,7 @@ mod tests {
         assert_eq!(loss.points.len(), 2);
         assert_eq!(loss.points[1].step, 1);
         assert!((loss.points[1].value - 4.1536).abs() < 1e-9);
+        assert_eq!(get(&r, "train_loss").unwrap().name, "train_loss");
         let val = get(&r, "val_loss").unwrap();
         assert_eq!(val.name, "eval_loss");
         assert_eq!(val.steps(), vec![0, 100]);
