@@ -151,16 +151,13 @@ fn logged_config_facts(run: &Run, f: &mut Facts) {
 
 /// A pickled scalar as text (numbers, strings, booleans).
 fn plain(v: &crate::tensors::Value) -> Option<String> {
-    if let Some(b) = v.as_bool() {
-        return Some(b.to_string());
+    use crate::tensors::Value;
+    match v {
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Int(i) => Some(i.to_string()),
+        Value::Float(x) => Some(x.to_string()),
+        other => other.as_str().map(str::to_string),
     }
-    if let Some(i) = v.as_i64() {
-        return Some(i.to_string());
-    }
-    if let Some(x) = v.as_f64() {
-        return Some(x.to_string());
-    }
-    v.as_str().map(str::to_string)
 }
 
 /// Common config keys mapped to facts (never over a fact already known).
