@@ -15,7 +15,10 @@ use crate::metrics::MetricSet;
 use crate::names::{rank_from_name, step_from_name};
 
 mod checkpoints;
+mod explain;
 mod load;
+
+pub use explain::{explain, FileUse};
 
 use checkpoints::group_checkpoints;
 use load::{config_problems, load_metrics, Loaded};
