@@ -139,7 +139,8 @@ impl MetricSet {
 
     /// The series for a canonical name: rank `None`/0 first, then the longest. A name with no
     /// series of its own falls back to its first param group (`learning_rate` ->
-    /// `learning_rate/pg0`), as Lightning logs per-group learning rates only.
+    /// `learning_rate/pg0`, else `/pg1`: Lightning's LearningRateMonitor counts groups from 1),
+    /// as Lightning logs per-group learning rates only.
     pub fn get(&self, canonical: &str) -> Option<&Series> {
         let pick = |name: &str| {
             self.series
@@ -147,7 +148,9 @@ impl MetricSet {
                 .filter(|s| s.name == name && !s.is_empty())
                 .max_by_key(|s| (matches!(s.rank, None | Some(0)), s.len()))
         };
-        pick(canonical).or_else(|| pick(&format!("{canonical}/pg0")))
+        pick(canonical)
+            .or_else(|| pick(&format!("{canonical}/pg0")))
+            .or_else(|| pick(&format!("{canonical}/pg1")))
     }
 
     /// Every non-empty series with this canonical name (all ranks, all sources).
