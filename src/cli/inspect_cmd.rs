@@ -273,6 +273,9 @@ pub fn inspect(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
     if meta.is_dir() {
         return inspect_run(path, json, st);
     }
+    if mltriage_probes::metrics::mlflow::metric_key(path).is_some() {
+        return inspect_metrics(path, json, st);
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -282,7 +285,9 @@ pub fn inspect(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
         | ArtifactKind::TfEvents
         | ArtifactKind::MetricsCsv
         | ArtifactKind::Csv
-        | ArtifactKind::Jsonl => inspect_metrics(path, json, st),
+        | ArtifactKind::Jsonl
+        | ArtifactKind::StdoutLog
+        | ArtifactKind::WandbRecord => inspect_metrics(path, json, st),
         ArtifactKind::Optimizer => inspect_optimizer(path, json, st),
         ArtifactKind::Scheduler | ArtifactKind::TrainingArgs | ArtifactKind::RngState => {
             inspect_pickle(path, json)

@@ -275,6 +275,10 @@ pub enum MetricFormat {
     Jsonl,
     /// A `.json` file: a trainer state, one object, an array of objects, or JSON lines.
     Json,
+    /// A W&B run record file (`run-<id>.wandb`).
+    Wandb,
+    /// Captured training stdout (`train.log`, `nohup.out`, `slurm-<job>.out`).
+    StdoutLog,
 }
 
 /// The format a file name says, if any.
@@ -290,6 +294,10 @@ pub fn format_from_name(path: &Path) -> Option<MetricFormat> {
         Some(MetricFormat::Jsonl)
     } else if name.ends_with(".json") {
         Some(MetricFormat::Json)
+    } else if name.ends_with(".wandb") {
+        Some(MetricFormat::Wandb)
+    } else if stdout_log::is_stdout_log_name(&name) {
+        Some(MetricFormat::StdoutLog)
     } else {
         None
     }
@@ -298,6 +306,9 @@ pub fn format_from_name(path: &Path) -> Option<MetricFormat> {
 /// Read one metric log, choosing the reader from the file name, else from the first bytes.
 /// Series get the rank the file name states (`…rank1`, `metrics_rank3.jsonl`).
 pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
+    if let Some((_, key)) = mlflow::metric_key(path) {
+        return Ok(vec![mlflow::read_metric(path, &key)?]);
+    }
     let format = match format_from_name(path) {
         Some(f) => f,
         None => sniff(path)?,
@@ -308,6 +319,26 @@ pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
         MetricFormat::Csv => csvlog::read(path)?,
         MetricFormat::Jsonl => jsonl::read(path)?,
         MetricFormat::Json => jsonl::read_json_or_lines(path)?,
+        MetricFormat::Wandb => {
+            let r = wandb::read(path)?;
+            if r.history_rows == 0 {
+                return Err(ReadError::empty(path, "W&B record file with no history rows"));
+            }
+            r.series
+        }
+        MetricFormat::StdoutLog => {
+            let r = stdout_log::read(path)?;
+            if r.series.is_empty() {
+                return Err(ReadError::empty(
+                    path,
+                    format!(
+                        "no line of {} names its step (`step N`, `iter N:`, `step=N`)",
+                        r.lines.saturating_sub(1)
+                    ),
+                ));
+            }
+            r.series
+        }
     };
     if let Some(rank) = path
         .file_name()
