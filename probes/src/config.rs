@@ -311,6 +311,27 @@ impl AdapterConfig {
     }
 }
 
+/// The classification head an architecture name (config.json `architectures`) declares: a
+/// head scoring one of `num_labels` classes, whose untrained loss is ln C and whose rows are C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassifierHead {
+    /// `…ForSequenceClassification`: one label per row, pooled from a token.
+    Sequence,
+    /// Any other `…Classification` head (image, token, audio, video, …).
+    Other,
+}
+
+/// The one classifier detector: which classification head `arch` names, if any.
+pub fn classifier_head(arch: &str) -> Option<ClassifierHead> {
+    if arch.ends_with("ForSequenceClassification") {
+        Some(ClassifierHead::Sequence)
+    } else if arch.contains("Classification") {
+        Some(ClassifierHead::Other)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub mod facts;
 pub mod fuzzing;
 pub mod metrics;
 pub mod names;
+pub mod playbook;
 pub mod probe;
 pub mod probes;
 pub mod pyjson;

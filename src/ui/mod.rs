@@ -215,18 +215,8 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
-/// A number in at most ~8 characters (`0`, `1.18`, `-1.9e-3`, `NaN`).
-pub fn fmt(v: f64) -> String {
-    if !v.is_finite() {
-        format!("{v}")
-    } else if v == 0.0 {
-        "0".into()
-    } else if v.abs() >= 1e4 || v.abs() < 1e-2 {
-        format!("{v:.1e}")
-    } else {
-        format!("{v:.2}")
-    }
-}
+/// Axis labels use the one label formatter of the probes crate (`util::fmt_label`).
+pub use mltriage_probes::probes::util::fmt_label as fmt;
 
 /// Scroll offset so that `sel` stays visible in a list of `height` rows.
 pub fn scroll_for(sel: usize, height: usize) -> usize {

@@ -196,6 +196,20 @@ pub fn fmt(x: f64) -> String {
     }
 }
 
+/// The same number squeezed for a chart axis label: at most ~8 characters
+/// (`0`, `1.18`, `-1.9e-3`, `NaN`). The one other formatting rule; both live here.
+pub fn fmt_label(v: f64) -> String {
+    if !v.is_finite() {
+        format!("{v}")
+    } else if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1e4 || v.abs() < 1e-2 {
+        format!("{v:.1e}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
