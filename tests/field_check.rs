@@ -61,8 +61,7 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
 ];
 
 fn answers() -> BTreeMap<String, serde_json::Value> {
-    serde_json::from_str(&std::fs::read_to_string(corpus().join("answers.json")).unwrap())
-        .unwrap()
+    serde_json::from_str(&std::fs::read_to_string(corpus().join("answers.json")).unwrap()).unwrap()
 }
 
 #[test]
@@ -119,7 +118,10 @@ fn every_field_run_gets_the_expected_findings() {
         named + KNOWN_MISSES.len() >= bugged,
         "{named} of {bugged} named"
     );
-    assert!(first * 3 >= named * 2, "first for {first} of {named} named bugs");
+    assert!(
+        first * 3 >= named * 2,
+        "first for {first} of {named} named bugs"
+    );
 }
 
 #[test]
@@ -159,8 +161,7 @@ fn copies_and_exports_are_never_a_step() {
         assert!(
             run.set_aside
                 .iter()
-                .any(|s| s.path.to_string_lossy().contains(expect)
-                    || s.reason.contains(expect)),
+                .any(|s| s.path.to_string_lossy().contains(expect) || s.reason.contains(expect)),
             "{name}: {expect} not set aside: {:?}",
             run.set_aside
         );

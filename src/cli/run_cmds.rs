@@ -129,7 +129,11 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     for p in &r.problems {
         s.push_str(&st.yellow(&format!("unreadable: {p}\n")));
     }
-    let unused: Vec<_> = r.unused.iter().filter(|u| !u.what.starts_with("unreadable")).collect();
+    let unused: Vec<_> = r
+        .unused
+        .iter()
+        .filter(|u| !u.what.starts_with("unreadable"))
+        .collect();
     if !unused.is_empty() {
         let names: Vec<String> = unused
             .iter()
@@ -145,7 +149,11 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
             "not used: {} file(s) ({}{}) — `mltriage inspect {}` says why for each\n",
             unused.len(),
             names.join(", "),
-            if unused.len() > names.len() { ", …" } else { "" },
+            if unused.len() > names.len() {
+                ", …"
+            } else {
+                ""
+            },
             r.run
         )));
     }
