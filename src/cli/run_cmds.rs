@@ -106,9 +106,10 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
 pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     let mut s = format!("{} {}\n", st.bold("run"), r.run);
     s.push_str(&format!(
-        "{} {}{}\n",
+        "{} {} ({}){}\n",
         st.bold("device"),
         r.device,
+        r.build,
         r.device_note
             .as_ref()
             .map(|n| format!(" — {n}"))
