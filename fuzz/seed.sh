@@ -49,3 +49,19 @@ PY
 fi
 seed playbook_yaml ../playbook/*.yaml ../tests/bad_playbooks/**/*.yaml ../tests/bad_trees/**/*.yaml
 for d in corpus/*; do echo "$d $(ls "$d" | wc -l) seeds"; done
+# field_logs picks its format from the first byte (0 stdout log, 1 W&B record, 2 MLflow metric).
+mkdir -p corpus/field_logs
+T=../tests/field
+i=0
+for f in $T/**/*.log $T/**/*.out $B/**/*.log $B/**/*.out; do
+  [ "$(stat -c %s "$f")" -le 65535 ] || continue
+  { printf '\x00'; cat "$f"; } > "corpus/field_logs/seed-log-$i"; i=$((i + 1))
+done
+for f in $T/**/*.wandb $B/**/*.wandb; do
+  [ "$(stat -c %s "$f")" -le 65535 ] || continue
+  { printf '\x01'; cat "$f"; } > "corpus/field_logs/seed-wandb-$i"; i=$((i + 1))
+done
+for f in $T/**/metrics/*/* $T/**/metrics/*; do
+  [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 65535 ] || continue
+  { printf '\x02'; cat "$f"; } > "corpus/field_logs/seed-mlflow-$i"; i=$((i + 1))
+done

@@ -125,6 +125,15 @@ put("one_row/metrics.csv", b"step,loss\n1,2.5\n", 0, "valid: one-row log")
 put("mixed/metrics.jsonl", b'{"step": 1, "loss": 2.0}\n[1, 2]\n{"step": 2, "loss": NaN}\nthis is not json\n{"step": 3, "loss": 1.0}\n', 2, "a non-JSON line mid-file")
 put("bad_config/config.json", b'{"vocab_size": 512,', 2, "truncated config.json")
 
+# --- field formats: captured stdout, W&B record files, MLflow metrics -------------------------
+put("no_steps/train.log", b"Loading data...\nloss 2.0\nepoch 1 done\n", 2, "a log with no step lines")
+put("binary/nohup.out", b"\x00\x01\x02\x00" * 64, 2, "binary bytes named like a log")
+put("odd/slurm-77.out", b"step 1: loss nan\nstep 2 | loss inf | lr 1e-3\nstep 99999999999999999999: loss 1\n", 0, "valid: NaN/Inf values, an absurd step skipped")
+put("garbage/run-x.wandb", b"\x00garbage\xff" * 10, 2, "not a W&B record file")
+put("torn/run-y.wandb", b":W&B\xe1\xbe\x00" + b"\x00\x00\x00\x00\xff\x7f\x01" + b"\x08" * 20, 2, "W&B header, then a record cut short: no history")
+put("mlflow/0/r1/metrics/loss", b"1 2.0 1\n2 oops 2\n", 2, "MLflow metric line with a non-number")
+put("mlflow/0/r1/meta.yaml", b"run_id: r1\n", 2, "MLflow run metadata alone: nothing inspect reads")
+
 with open(os.path.join(OUT, "expect.tsv"), "w") as f:
     f.write("# file\texit code of `mltriage inspect FILE`\twhat it is\n")
     for n, c, w in expect:

@@ -32,6 +32,7 @@ fn fuzz_regression_inputs_do_not_panic() {
     total += replay("torch_zip", fz::torch_zip);
     total += replay("tfevents", fz::tfevents);
     total += replay("metrics_text", fz::metrics_text);
+    total += replay("field_logs", fz::field_logs);
     total += replay("playbook_yaml", mltriage::catalog::load::fuzz_yaml);
     println!("replayed {total} fuzz inputs");
 }
@@ -51,6 +52,11 @@ fn bad_input_corpus_through_the_fuzz_entry_points() {
             }
             let data = std::fs::read(&p).unwrap();
             let name = p.file_name().unwrap().to_string_lossy().to_string();
+            for sel in 0u8..3 {
+                let mut v = vec![sel];
+                v.extend_from_slice(&data);
+                fz::field_logs(&v);
+            }
             if name.ends_with(".safetensors") {
                 fz::safetensors(&data);
             } else if name.ends_with(".index.json") {
@@ -67,4 +73,75 @@ fn bad_input_corpus_through_the_fuzz_entry_points() {
             }
         }
     }
+}
+
+#[test]
+fn field_log_readers_survive_mutated_real_files() {
+    // A deterministic mutation pass (byte flips, truncations, splices) over real field files,
+    // through the same entry point as the `field_logs` cargo-fuzz target.
+    use mltriage_probes::fuzzing as fz;
+    let field = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/field"));
+    let seeds: Vec<(u8, Vec<u8>)> = [
+        (0u8, "nanogpt_healthy/train.log"),
+        (0, "dcp_fsdp_healthy/train.log"),
+        (0, "deepspeed_zero2_healthy/train.log"),
+    ]
+    .iter()
+    .filter_map(|(sel, p)| Some((*sel, std::fs::read(field.join(p)).ok()?)))
+    .chain(
+        glob_wandb(&field)
+            .into_iter()
+            .map(|p| (1u8, std::fs::read(p).unwrap())),
+    )
+    .collect();
+    assert!(seeds.len() >= 4, "field seeds missing");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for (sel, seed) in &seeds {
+        for _ in 0..150 {
+            let mut d = seed.clone();
+            match next() % 3 {
+                0 => {
+                    for _ in 0..1 + next() % 8 {
+                        let i = (next() as usize) % d.len().max(1);
+                        if let Some(b) = d.get_mut(i) {
+                            *b ^= (next() & 0xff) as u8;
+                        }
+                    }
+                }
+                1 => d.truncate((next() as usize) % (d.len() + 1)),
+                _ => {
+                    let i = (next() as usize) % (d.len() + 1);
+                    let j = (next() as usize) % (d.len() + 1);
+                    let (a, b) = (i.min(j), i.max(j));
+                    let chunk = d[a..b].to_vec();
+                    d.splice(a..a, chunk);
+                }
+            }
+            let mut v = vec![*sel];
+            v.extend_from_slice(&d);
+            fz::field_logs(&v);
+        }
+    }
+}
+
+fn glob_wandb(field: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![field.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "wandb") {
+                out.push(p);
+            }
+        }
+    }
+    out
 }

@@ -119,3 +119,42 @@ pub fn metrics_text(data: &[u8]) {
         check_error(&e, &s.path);
     }
 }
+
+/// The field formats, chosen by the first byte: captured stdout (`train.log`), a W&B record
+/// file (`run-x.wandb`), an MLflow file-store metric (`mlruns/0/r/metrics/loss`).
+pub fn field_logs(data: &[u8]) {
+    let body = data.get(1..).unwrap_or(&[]);
+    match data.first().copied().unwrap_or(0) % 3 {
+        0 => {
+            let Ok(s) = Scratch::new("train.log", body) else {
+                return;
+            };
+            if let Err(e) = crate::metrics::read_metrics_file(&s.path) {
+                check_error(&e, &s.path);
+            }
+        }
+        1 => {
+            let Ok(s) = Scratch::new("run-x.wandb", body) else {
+                return;
+            };
+            if let Err(e) = crate::metrics::read_metrics_file(&s.path) {
+                check_error(&e, &s.path);
+            }
+        }
+        _ => {
+            let Ok(s) = Scratch::new("meta.yaml", b"run_id: r\n") else {
+                return;
+            };
+            let Some(dir) = s.path.parent() else { return };
+            let metric = dir.join("metrics").join("loss");
+            if std::fs::create_dir_all(dir.join("metrics")).is_err()
+                || std::fs::write(&metric, body).is_err()
+            {
+                return;
+            }
+            if let Err(e) = crate::metrics::read_metrics_file(&metric) {
+                check_error(&e, &metric);
+            }
+        }
+    }
+}

@@ -213,9 +213,10 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
     let facts = facts_from_artifacts(&run);
     let metrics = run.metrics();
     let problems = run.problems();
+    let uses = mltriage_probes::run::explain(&run);
     if json {
         emit_json(
-            &json!({"path": path.to_string_lossy(), "kind": "run", "artifacts": run.artifacts, "checkpoints": run.checkpoints,
+            &json!({"path": path.to_string_lossy(), "kind": "run", "artifacts": run.artifacts, "files": uses, "set_aside": run.set_aside, "checkpoints": run.checkpoints,
             "series": metrics.series.iter().map(series_json).collect::<Vec<_>>(), "facts": facts, "problems": problems}),
         );
         return Ok(0);
@@ -224,17 +225,10 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
     if run.artifacts.is_empty() {
         s.push_str("  no artifacts found (logs, checkpoints, batches or configs)\n");
     }
-    for a in &run.artifacts {
-        let rel = a.path.strip_prefix(&run.root).unwrap_or(&a.path);
-        s.push_str(&format!(
-            "  {:<18} {:>10}  {}{}\n",
-            a.kind.as_str(),
-            a.bytes,
-            rel.display(),
-            a.step
-                .map(|x| st.dim(&format!("  step {x}")))
-                .unwrap_or_default()
-        ));
+    for u in &uses {
+        let rel = u.path.strip_prefix(&run.root).unwrap_or(&u.path);
+        let line = format!("  {}  {}\n", rel.display(), u.what);
+        s.push_str(&if u.used { line } else { st.dim(&line) });
     }
     if !run.checkpoints.is_empty() {
         s.push_str(&format!("{}\n", st.bold("checkpoints")));
@@ -293,6 +287,9 @@ pub fn inspect(path: &Path, json: bool, quiet: bool, st: &Style) -> anyhow::Resu
     if meta.is_dir() {
         return inspect_run(path, json, st);
     }
+    if mltriage_probes::metrics::mlflow::metric_key(path).is_some() {
+        return inspect_metrics(path, json, st);
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -302,7 +299,9 @@ pub fn inspect(path: &Path, json: bool, quiet: bool, st: &Style) -> anyhow::Resu
         | ArtifactKind::TfEvents
         | ArtifactKind::MetricsCsv
         | ArtifactKind::Csv
-        | ArtifactKind::Jsonl => inspect_metrics(path, json, st),
+        | ArtifactKind::Jsonl
+        | ArtifactKind::StdoutLog
+        | ArtifactKind::WandbRecord => inspect_metrics(path, json, st),
         ArtifactKind::Optimizer => inspect_optimizer(path, json, st),
         ArtifactKind::Scheduler | ArtifactKind::TrainingArgs | ArtifactKind::RngState => {
             inspect_pickle(path, json)

@@ -140,6 +140,34 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     for p in &r.problems {
         s.push_str(&st.yellow(&format!("unreadable: {p}\n")));
     }
+    let unused: Vec<_> = r
+        .unused
+        .iter()
+        .filter(|u| !u.what.starts_with("unreadable"))
+        .collect();
+    if !unused.is_empty() {
+        let names: Vec<String> = unused
+            .iter()
+            .take(4)
+            .map(|u| {
+                u.path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        s.push_str(&st.dim(&format!(
+            "not used: {} file(s) ({}{}) — `mltriage inspect {}` says why for each\n",
+            unused.len(),
+            names.join(", "),
+            if unused.len() > names.len() {
+                ", …"
+            } else {
+                ""
+            },
+            r.run
+        )));
+    }
     if r.findings.iter().any(|f| all || f.status != Status::Skip) {
         s.push('\n');
     }

@@ -26,6 +26,8 @@ pub struct Report {
     pub facts: Facts,
     /// Files that could not be read (`<file>: <why>`).
     pub problems: Vec<String>,
+    /// Files no probe could use, with why (`inspect RUN` lists every file).
+    pub unused: Vec<mltriage_probes::run::FileUse>,
     pub findings: Vec<Finding>,
 }
 
@@ -107,6 +109,10 @@ pub fn check(
         artifacts: run.artifacts.clone(),
         facts,
         problems,
+        unused: mltriage_probes::run::explain(run)
+            .into_iter()
+            .filter(|u| !u.used)
+            .collect(),
         findings,
     }
 }

@@ -100,7 +100,110 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
     if let Some(a) = run.of_kind(ArtifactKind::HParams).first() {
         hparams_facts(&a.path, &mut f);
     }
+    logged_config_facts(run, &mut f);
     f
+}
+
+/// Facts from configs saved by the training code itself: a torch checkpoint's `config` and
+/// `model_args` dicts (nanoGPT's `ckpt.pt`), a W&B run's config record, MLflow params.
+fn logged_config_facts(run: &Run, f: &mut Facts) {
+    use crate::tensors::{lookup, TorchZip, Value};
+    if let Some(w) = run
+        .checkpoints
+        .iter()
+        .rev()
+        .find_map(|c| c.weights.first())
+        .filter(|w| w.extension().is_some_and(|e| e == "pt" || e == "ckpt"))
+    {
+        if let Ok(z) = TorchZip::open(w) {
+            let mut pairs = Vec::new();
+            for key in ["model_args", "config", "hyper_parameters", "args"] {
+                if let Some(d) = lookup(z.root(), key).and_then(Value::as_dict) {
+                    for (k, v) in d {
+                        if let (Some(k), Some(v)) = (k.key_string(), plain(v)) {
+                            pairs.push((k, v));
+                        }
+                    }
+                }
+            }
+            config_pairs_facts(&pairs, &w.display().to_string(), f);
+        }
+    }
+    for a in run.of_kind(ArtifactKind::WandbRecord) {
+        if let Ok(r) = crate::metrics::wandb::read(&a.path) {
+            let pairs: Vec<(String, String)> = r
+                .config
+                .into_iter()
+                .map(|(k, v)| (k, v.trim_matches('"').to_string()))
+                .collect();
+            config_pairs_facts(&pairs, &a.path.display().to_string(), f);
+        }
+    }
+    for a in run.of_kind(ArtifactKind::MlflowParam) {
+        let Some((_, key)) = crate::metrics::mlflow::param_key(&a.path) else {
+            continue;
+        };
+        if let Ok(v) = crate::metrics::mlflow::read_param(&a.path) {
+            config_pairs_facts(&[(key, v)], &a.path.display().to_string(), f);
+        }
+    }
+}
+
+/// A pickled scalar as text (numbers, strings, booleans).
+fn plain(v: &crate::tensors::Value) -> Option<String> {
+    use crate::tensors::Value;
+    match v {
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Int(i) => Some(i.to_string()),
+        Value::Float(x) => Some(x.to_string()),
+        other => other.as_str().map(str::to_string),
+    }
+}
+
+/// Common config keys mapped to facts (never over a fact already known).
+fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(pk, _)| pk == k)
+            .map(|(_, v)| v.as_str())
+    };
+    for (k, v) in pairs {
+        let numeric = v.parse::<f64>().is_ok_and(f64::is_finite);
+        let key = match k.as_str() {
+            "lr" | "learning_rate" if numeric => "lr_max",
+            "warmup_steps" | "warmup_iters" | "num_warmup_steps" if numeric => "warmup_steps",
+            "max_steps" | "max_iters" | "total_steps" | "num_training_steps"
+                if numeric && !v.starts_with('-') =>
+            {
+                "total_steps"
+            }
+            "vocab_size" if numeric => "vocab_size",
+            "num_classes" | "num_labels" if numeric => "num_classes",
+            "grad_clip" | "max_grad_norm" | "gradient_clip_val" if numeric => "max_grad_norm",
+            "gradient_accumulation_steps" | "accum_steps" if numeric => "accum_steps",
+            "schedule" | "lr_scheduler_type" | "lr_schedule" if !numeric => {
+                let s = v.to_lowercase();
+                let sched = if s.contains("cos") {
+                    "warmup_cosine"
+                } else if s.contains("linear") {
+                    "warmup_linear"
+                } else if s.contains("const") {
+                    "constant"
+                } else {
+                    continue;
+                };
+                f.set_artifact_if_absent("schedule", sched, file);
+                continue;
+            }
+            _ => continue,
+        };
+        f.set_artifact_if_absent(key, v, file);
+    }
+    // nanoGPT: `decay_lr` true means linear warmup then cosine decay to min_lr.
+    if get("decay_lr") == Some("true") && get("warmup_iters").is_some() {
+        f.set_artifact_if_absent("schedule", "warmup_cosine", file);
+    }
 }
 
 /// The root folder's file of this kind, else the one with the largest step (the newest

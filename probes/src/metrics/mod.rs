@@ -4,8 +4,11 @@
 
 pub mod csvlog;
 pub mod jsonl;
+pub mod mlflow;
+pub mod stdout_log;
 pub mod tfevents;
 pub mod trainer_state;
+pub mod wandb;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -136,7 +139,8 @@ impl MetricSet {
 
     /// The series for a canonical name: rank `None`/0 first, then the longest. A name with no
     /// series of its own falls back to its first param group (`learning_rate` ->
-    /// `learning_rate/pg0`), as Lightning logs per-group learning rates only.
+    /// `learning_rate/pg0`, else `/pg1`: Lightning's LearningRateMonitor counts groups from 1),
+    /// as Lightning logs per-group learning rates only.
     pub fn get(&self, canonical: &str) -> Option<&Series> {
         let pick = |name: &str| {
             self.series
@@ -144,7 +148,9 @@ impl MetricSet {
                 .filter(|s| s.name == name && !s.is_empty())
                 .max_by_key(|s| (matches!(s.rank, None | Some(0)), s.len()))
         };
-        pick(canonical).or_else(|| pick(&format!("{canonical}/pg0")))
+        pick(canonical)
+            .or_else(|| pick(&format!("{canonical}/pg0")))
+            .or_else(|| pick(&format!("{canonical}/pg1")))
     }
 
     /// Every non-empty series with this canonical name (all ranks, all sources).
@@ -269,6 +275,10 @@ pub enum MetricFormat {
     Jsonl,
     /// A `.json` file: a trainer state, one object, an array of objects, or JSON lines.
     Json,
+    /// A W&B run record file (`run-<id>.wandb`).
+    Wandb,
+    /// Captured training stdout (`train.log`, `nohup.out`, `slurm-<job>.out`).
+    StdoutLog,
 }
 
 /// The format a file name says, if any.
@@ -284,6 +294,10 @@ pub fn format_from_name(path: &Path) -> Option<MetricFormat> {
         Some(MetricFormat::Jsonl)
     } else if name.ends_with(".json") {
         Some(MetricFormat::Json)
+    } else if name.ends_with(".wandb") {
+        Some(MetricFormat::Wandb)
+    } else if stdout_log::is_stdout_log_name(&name) {
+        Some(MetricFormat::StdoutLog)
     } else {
         None
     }
@@ -292,6 +306,9 @@ pub fn format_from_name(path: &Path) -> Option<MetricFormat> {
 /// Read one metric log, choosing the reader from the file name, else from the first bytes.
 /// Series get the rank the file name states (`…rank1`, `metrics_rank3.jsonl`).
 pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
+    if let Some((_, key)) = mlflow::metric_key(path) {
+        return Ok(vec![mlflow::read_metric(path, &key)?]);
+    }
     let format = match format_from_name(path) {
         Some(f) => f,
         None => sniff(path)?,
@@ -302,6 +319,29 @@ pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
         MetricFormat::Csv => csvlog::read(path)?,
         MetricFormat::Jsonl => jsonl::read(path)?,
         MetricFormat::Json => jsonl::read_json_or_lines(path)?,
+        MetricFormat::Wandb => {
+            let r = wandb::read(path)?;
+            if r.history_rows == 0 {
+                return Err(ReadError::empty(
+                    path,
+                    "W&B record file with no history rows",
+                ));
+            }
+            r.series
+        }
+        MetricFormat::StdoutLog => {
+            let r = stdout_log::read(path)?;
+            if r.series.is_empty() {
+                return Err(ReadError::empty(
+                    path,
+                    format!(
+                        "no line of {} names its step (`step N`, `iter N:`, `step=N`)",
+                        r.lines.saturating_sub(1)
+                    ),
+                ));
+            }
+            r.series
+        }
     };
     if let Some(rank) = path
         .file_name()

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::{Artifact, ArtifactKind, Run};
 use crate::config::{AdapterConfig, ModelConfig, SchedulerConfig};
 use crate::metrics::trainer_state::TrainerState;
-use crate::metrics::{csvlog, tfevents, MetricSet, Series};
+use crate::metrics::{csvlog, mlflow, stdout_log, tfevents, wandb, MetricSet, Series};
 
 /// Metrics loaded once, with the files that failed.
 #[derive(Debug, Default)]
@@ -51,7 +51,9 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
                 ))
                 .or_default()
                 .push(a),
-            K::MetricsCsv | K::Csv | K::Jsonl => jobs.push(Job::File(a)),
+            K::MetricsCsv | K::Csv | K::Jsonl | K::StdoutLog | K::WandbRecord | K::MlflowMetric => {
+                jobs.push(Job::File(a))
+            }
             _ => {}
         }
     }
@@ -88,6 +90,12 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
                             }
                         }),
                         K::MetricsCsv => csvlog::read(&a.path),
+                        K::StdoutLog => stdout_log::read(&a.path).map(|r| r.series),
+                        K::WandbRecord => wandb::read(&a.path).map(|r| r.series),
+                        K::MlflowMetric => match mlflow::metric_key(&a.path) {
+                            Some((_, key)) => mlflow::read_metric(&a.path, &key).map(|s| vec![s]),
+                            None => Ok(Vec::new()),
+                        },
                         _ => crate::metrics::read_metrics_file(&a.path),
                     };
                     match read {

@@ -15,7 +15,10 @@ use crate::metrics::MetricSet;
 use crate::names::{rank_from_name, step_from_name};
 
 mod checkpoints;
+mod explain;
 mod load;
+
+pub use explain::{explain, FileUse};
 
 use checkpoints::group_checkpoints;
 use load::{config_problems, load_metrics, Loaded};
@@ -58,6 +61,20 @@ pub enum ArtifactKind {
     HParams,
     /// A dumped batch: `batch*.safetensors|.pt`, `*batch*.pt`, `inputs*.pt`.
     Batch,
+    /// Captured training stdout: `train.log`, `nohup.out`, `slurm-<job>.out`, `*.log`.
+    StdoutLog,
+    /// A W&B run record file (`run-<id>.wandb`).
+    WandbRecord,
+    /// One metric of an MLflow file store (`mlruns/<exp>/<run>/metrics/<key>`).
+    MlflowMetric,
+    /// One param of an MLflow file store (`…/params/<key>`).
+    MlflowParam,
+    /// A torch.distributed.checkpoint shard (`__0_0.distcp`).
+    DcpShard,
+    /// A torch.distributed.checkpoint `.metadata` file.
+    DcpMetadata,
+    /// A diffusers pipeline index (`model_index.json`): the folder is an export.
+    PipelineIndex,
     Other,
 }
 
@@ -82,6 +99,13 @@ impl ArtifactKind {
             ArtifactKind::AdapterConfig => "adapter_config",
             ArtifactKind::HParams => "hparams",
             ArtifactKind::Batch => "batch",
+            ArtifactKind::StdoutLog => "stdout_log",
+            ArtifactKind::WandbRecord => "wandb_record",
+            ArtifactKind::MlflowMetric => "mlflow_metric",
+            ArtifactKind::MlflowParam => "mlflow_param",
+            ArtifactKind::DcpShard => "dcp_shard",
+            ArtifactKind::DcpMetadata => "dcp_metadata",
+            ArtifactKind::PipelineIndex => "pipeline_index",
             ArtifactKind::Other => "other",
         }
     }
@@ -95,6 +119,9 @@ impl ArtifactKind {
                 | ArtifactKind::MetricsCsv
                 | ArtifactKind::Csv
                 | ArtifactKind::Jsonl
+                | ArtifactKind::StdoutLog
+                | ArtifactKind::WandbRecord
+                | ArtifactKind::MlflowMetric
         )
     }
 
@@ -128,6 +155,14 @@ pub struct Artifact {
     /// From an explicit `rank` in the file or folder names (`…tfevents….rank1`, `rank-2/`).
     pub rank: Option<u32>,
     pub bytes: u64,
+}
+
+/// A weight file that discovery found but does not count as a checkpoint, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SetAside {
+    #[serde(serialize_with = "lossy_path")]
+    pub path: PathBuf,
+    pub reason: String,
 }
 
 /// One checkpoint: a `checkpoint-N/`-like folder, or a single `epoch=E-step=S.ckpt`-like file.
@@ -186,6 +221,8 @@ pub struct Run {
     pub checkpoints: Vec<CheckpointDir>,
     /// What the walk could not read or chose to stop at (`<path>: <why>`).
     pub walk_problems: Vec<String>,
+    /// Weight files that are not a training step (exports, copies of a checkpoint), with why.
+    pub set_aside: Vec<SetAside>,
     metrics: OnceLock<Loaded>,
     state: OnceLock<Option<TrainerState>>,
     config_problems: OnceLock<Vec<String>>,
@@ -215,7 +252,9 @@ impl Run {
             .map(|(p, bytes)| artifact(base, p, bytes))
             .collect();
         run.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
-        run.checkpoints = group_checkpoints(&run);
+        let (checkpoints, set_aside) = group_checkpoints(&run);
+        run.checkpoints = checkpoints;
+        run.set_aside = set_aside;
         Ok(run)
     }
 
@@ -376,7 +415,7 @@ fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
                 return out;
             }
             let name = entry.file_name();
-            if name.as_encoded_bytes().first() == Some(&b'.')
+            if (name.as_encoded_bytes().first() == Some(&b'.') && name != ".metadata")
                 || name == "__pycache__"
                 || name == "node_modules"
             {
@@ -434,7 +473,18 @@ fn artifact(base: &Path, path: PathBuf, bytes: u64) -> Artifact {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let kind = classify(&name);
+    let mut kind = classify(&name);
+    let in_dir = |d: &str| {
+        path.ancestors()
+            .skip(1)
+            .take(9)
+            .any(|a| a.file_name().is_some_and(|n| n == d))
+    };
+    if in_dir("metrics") && crate::metrics::mlflow::metric_key(&path).is_some() {
+        kind = ArtifactKind::MlflowMetric;
+    } else if in_dir("params") && crate::metrics::mlflow::param_key(&path).is_some() {
+        kind = ArtifactKind::MlflowParam;
+    }
     // Names from the file up to the root folder's own name.
     let mut names = vec![name.clone()];
     let mut dir = path.parent();
@@ -473,6 +523,8 @@ pub fn classify(name: &str) -> ArtifactKind {
         "scheduler.pt" | "scheduler.pth" | "scheduler.bin" | "lr_scheduler.pt"
         | "lr_scheduler.bin" => return K::Scheduler,
         "scaler.pt" => return K::Other,
+        "model_index.json" => return K::PipelineIndex,
+        ".metadata" => return K::DcpMetadata,
         _ => {}
     }
     if n.starts_with("events.out.tfevents") {
@@ -482,7 +534,9 @@ pub fn classify(name: &str) -> ArtifactKind {
         Some((s, e)) => (s, e),
         None => (n.as_str(), ""),
     };
-    if stem.starts_with("rng_state") && matches!(ext, "pth" | "pt") {
+    if (stem.starts_with("rng_state") && matches!(ext, "pth" | "pt"))
+        || (stem.starts_with("random_states") && ext == "pkl")
+    {
         return K::RngState;
     }
     if ext == "json"
@@ -518,6 +572,8 @@ pub fn classify(name: &str) -> ArtifactKind {
             }
         }
         "jsonl" | "ndjson" => K::Jsonl,
+        "wandb" => K::WandbRecord,
+        "distcp" => K::DcpShard,
         "json"
             if !stem.contains("config")
                 && ["metric", "log", "history", "scalars", "progress"]
@@ -526,6 +582,7 @@ pub fn classify(name: &str) -> ArtifactKind {
         {
             K::Jsonl
         }
+        _ if crate::metrics::stdout_log::is_stdout_log_name(&n) => K::StdoutLog,
         _ => K::Other,
     }
 }

@@ -235,15 +235,33 @@ impl TensorFile {
         let mut nested = false;
         if let Value::Dict(d) = root {
             let direct = d.iter().any(|(_, v)| matches!(v, Value::Tensor(_)));
-            nested = !direct;
-            if !direct {
-                wrapper = WRAPPERS
-                    .iter()
-                    .find(|w| lookup(root, w).is_some_and(has_tensor))
+            // A wrapper dict of tensors beside a few loose scalars (nanoGPT's `best_val_loss`
+            // tensor next to `model`) is still a wrapper.
+            let wrapped = WRAPPERS.iter().find(|w| {
+                lookup(root, w).is_some_and(|v| matches!(v, Value::Dict(_)) && has_tensor(v))
+            });
+            nested = !direct || wrapped.is_some();
+            if nested {
+                wrapper = wrapped
+                    .or_else(|| {
+                        WRAPPERS
+                            .iter()
+                            .find(|w| lookup(root, w).is_some_and(has_tensor))
+                    })
                     .map(|w| w.to_string());
             }
         }
         flatten(root, String::new(), &mut found);
+        if let (true, Some(w)) = (nested, &wrapper) {
+            let pre = format!("{w}.");
+            found.retain(|(n, _)| n.starts_with(&pre));
+        }
+        // torch.compile wraps the module: its state dict keys gain `_orig_mod.`.
+        for (n, _) in found.iter_mut() {
+            if n.contains("_orig_mod.") {
+                *n = n.replace("_orig_mod.", "");
+            }
+        }
         // In a nested checkpoint, optimizer/scheduler/loop state saved beside the weights
         // (Lightning) is not a weight. (A flat state dict's keys are left alone.)
         if nested {

@@ -1,0 +1,318 @@
+//! Training stdout captured to a file (`train.log`, `nohup.out`, `slurm-<job>.out`, `*.log`):
+//! a tolerant extractor of `step N … key value` lines. A line counts when it names its step
+//! (`step 10`, `iter 10:`, `step=10`, `global_step: 10`, `Step 10/300`); every other
+//! `key value`, `key=value` or `key: value` pair on it becomes a point of series `key`
+//! (`train loss 4.1` -> `train_loss`, `lr=[0.001]` -> `lr`). Lines without a step (banners,
+//! warnings, progress bars, Python dict dumps) are skipped, and so are units (`ms`, `%`).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::{Point, Series};
+use crate::error::{ReadError, Result};
+
+/// Logs larger than this are read up to here only.
+pub const MAX_BYTES: u64 = 512 * 1024 * 1024;
+/// Keys longer than this many words are not metric names (`tokens per iteration will be`).
+const MAX_KEY_WORDS: usize = 3;
+/// Words that name the step of a line.
+const STEP_WORDS: [&str; 5] = ["step", "iter", "iteration", "global_step", "steps"];
+
+/// What the extractor made of a log.
+#[derive(Debug, Default)]
+pub struct LogRead {
+    pub series: Vec<Series>,
+    /// Lines that carried a step.
+    pub step_lines: usize,
+    pub lines: usize,
+}
+
+/// Read a captured stdout log. Not valid UTF-8 is read lossily; a log with no step lines is
+/// an empty result, not an error (the caller says it was ignored and why).
+pub fn read(path: &Path) -> Result<LogRead> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ReadError::io(path, e))?;
+    if bytes.contains(&0) && bytes.iter().filter(|&&b| b == 0).count() * 8 > bytes.len() {
+        return Err(ReadError::format(path, "binary data, not a text log"));
+    }
+    Ok(parse(&String::from_utf8_lossy(&bytes), path))
+}
+
+/// Extract series from log text.
+pub fn parse(text: &str, source: &Path) -> LogRead {
+    let mut by_key: HashMap<String, Vec<Point>> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut out = LogRead::default();
+    for raw in text.split(['\n', '\r']) {
+        out.lines += 1;
+        let pairs = pairs(raw);
+        let Some(step) = pairs.iter().find_map(|(k, v)| {
+            (STEP_WORDS.contains(&k.as_str()) && v.fract() == 0.0 && *v >= 0.0 && *v < 1e15)
+                .then_some(*v as u64)
+        }) else {
+            continue;
+        };
+        out.step_lines += 1;
+        let mut seen_step = false;
+        for (k, v) in pairs {
+            if STEP_WORDS.contains(&k.as_str()) && !seen_step {
+                seen_step = true;
+                continue;
+            }
+            let pts = by_key.entry(k.clone()).or_insert_with(|| {
+                order.push(k.clone());
+                Vec::new()
+            });
+            pts.push(Point {
+                step,
+                value: v,
+                wall_time: None,
+            });
+        }
+    }
+    let mut series: Vec<Series> = order
+        .into_iter()
+        .filter_map(|k| {
+            let pts = by_key.remove(&k)?;
+            Some(Series::from_points(&k, source, pts))
+        })
+        .collect();
+    // Two keys of one log with one canonical name (nanoGPT's per-iteration `loss` and the
+    // eval-time `train loss`): the longest keeps the name, the others keep their own key,
+    // so one log never looks like several runs of one metric.
+    for i in 0..series.len() {
+        let longest = series
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.name == series[i].name)
+            .max_by_key(|(j, s)| (s.len(), s.tag == s.name, std::cmp::Reverse(*j)))
+            .map(|(j, _)| j);
+        if longest != Some(i) {
+            let own = series[i].tag.clone();
+            series[i].name = if own == series[i].name {
+                format!("{own} (second series)")
+            } else {
+                own
+            };
+        }
+    }
+    out.series = series;
+    out
+}
+
+/// `(key, value)` pairs of one line, keys lowercased with spaces as `_`.
+fn pairs(line: &str) -> Vec<(String, f64)> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut words: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'/' | b'-' | b'.'))
+            {
+                i += 1;
+            }
+            // A word ending in '.' or '-' keeps them out (`loss.` at a sentence end).
+            let mut end = i;
+            while end > start && matches!(b[end - 1], b'.' | b'-' | b'/') {
+                end -= 1;
+            }
+            let word = line.get(start..end).unwrap_or("");
+            let special = match word.to_ascii_lowercase().as_str() {
+                "nan" => Some(f64::NAN),
+                "inf" | "infinity" => Some(f64::INFINITY),
+                _ => None,
+            };
+            match special {
+                Some(v) if !words.is_empty() => {
+                    if words.len() <= MAX_KEY_WORDS {
+                        out.push((words.join("_").to_lowercase(), v));
+                    }
+                    words.clear();
+                }
+                _ => words.push(word),
+            }
+            continue;
+        }
+        if c == b' ' || c == b'\t' {
+            i += 1;
+            continue;
+        }
+        if matches!(c, b'=' | b':') {
+            i += 1;
+            // `key: [0.1]`, `key=[0.1]`: the value may sit in a bracket.
+            continue;
+        }
+        if c == b'[' && !words.is_empty() {
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_digit() || ((c == b'-' || c == b'+' || c == b'.') && next_is_number(b, i)) {
+            let (v, end) = number(b, i);
+            i = end;
+            // `Step 10/300`: the total after '/' is not a value of its own.
+            if i < b.len() && b[i] == b'/' {
+                i += 1;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            if let (Some(v), false) = (v, words.is_empty()) {
+                if words.len() <= MAX_KEY_WORDS {
+                    let key = words.join("_").to_lowercase();
+                    if !key.is_empty() {
+                        out.push((key, v));
+                    }
+                }
+            }
+            words.clear();
+            // Units right after the number belong to it (`12.5ms`, `3%`, `1.2M`).
+            while i < b.len() && (b[i].is_ascii_alphabetic() || b[i] == b'%') {
+                i += 1;
+            }
+            continue;
+        }
+        // Any other punctuation ends a key.
+        words.clear();
+        i += 1;
+    }
+    out
+}
+
+fn next_is_number(b: &[u8], i: usize) -> bool {
+    let rest = b.get(i + 1..).unwrap_or(&[]);
+    match rest.first() {
+        Some(d) if d.is_ascii_digit() => true,
+        Some(b'.') => rest.get(1).is_some_and(u8::is_ascii_digit),
+        _ => false,
+    }
+}
+
+/// A decimal number at `i` (sign, digits, fraction, exponent); its value and the index past it.
+fn number(b: &[u8], mut i: usize) -> (Option<f64>, usize) {
+    let start = i;
+    if i < b.len() && matches!(b[i], b'-' | b'+') {
+        i += 1;
+    }
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    if i < b.len() && matches!(b[i], b'e' | b'E') {
+        let mut j = i + 1;
+        if j < b.len() && matches!(b[j], b'-' | b'+') {
+            j += 1;
+        }
+        if j < b.len() && b[j].is_ascii_digit() {
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            i = j;
+        }
+    }
+    let v = std::str::from_utf8(b.get(start..i).unwrap_or(&[]))
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok());
+    (v, i)
+}
+
+/// Whether a file name is a captured stdout log by convention.
+pub fn is_stdout_log_name(name: &str) -> bool {
+    let n = name.to_lowercase();
+    n == "nohup.out"
+        || n.ends_with(".log")
+        || n.ends_with(".out")
+            && (n.starts_with("slurm") || n.starts_with("train") || n.starts_with("job"))
+        || n.ends_with(".err") && n.starts_with("slurm")
+        || n == "output.log"
+        || n == "stdout"
+        || n == "stdout.txt"
+        || n == "train.txt"
+        || n == "log.txt"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get<'a>(r: &'a LogRead, tag: &str) -> Option<&'a Series> {
+        r.series.iter().find(|s| s.tag == tag)
+    }
+
+    #[test]
+    fn nanogpt_lines() {
+        let text = "tokens per iteration will be: 8,192\n\
+            step 0: train loss 4.1461, val loss 4.1463\n\
+            iter 0: loss 4.1374, time 1768.45ms, mfu -100.00%\n\
+            iter 1: loss 4.1536, time 255.73ms, mfu -100.00%\n\
+            saving checkpoint to out\n\
+            step 100: train loss 2.9572, val loss 2.9706\n";
+        let r = parse(text, Path::new("train.log"));
+        assert_eq!(r.step_lines, 4);
+        let loss = get(&r, "loss").unwrap();
+        assert_eq!(loss.points.len(), 2);
+        assert_eq!(loss.points[1].step, 1);
+        assert!((loss.points[1].value - 4.1536).abs() < 1e-9);
+        assert_eq!(get(&r, "train_loss").unwrap().name, "train_loss");
+        let val = get(&r, "val_loss").unwrap();
+        assert_eq!(val.name, "eval_loss");
+        assert_eq!(val.steps(), vec![0, 100]);
+        assert_eq!(get(&r, "mfu").unwrap().points[0].value, -100.0);
+        assert!(get(&r, "tokens_per_iteration_will_be").is_none());
+    }
+
+    #[test]
+    fn key_value_forms() {
+        let text = "step 10: loss=4.1379 lr=0.002031 grad_norm=2.9611\n\
+            step 20 | loss 3.4455 | lr 2.100e-03 | grad_norm 2.6500\n\
+            [2026-11-23 21:17:29,913] [INFO] step=30, skipped=0, lr=[0.0011], mom=[(0.9, 0.999)]\n\
+            Step 40/300 - loss: 2.5 - learning_rate: 1e-3\n\
+            {'loss': '4.166', 'grad_norm': '0.8931'}\n";
+        let r = parse(text, Path::new("slurm-1.out"));
+        assert_eq!(r.step_lines, 4);
+        let lr = get(&r, "lr").unwrap();
+        assert_eq!(lr.name, "learning_rate");
+        assert_eq!(lr.steps(), vec![10, 20, 30]);
+        assert!((lr.points[1].value - 2.1e-3).abs() < 1e-12);
+        assert_eq!(get(&r, "loss").unwrap().steps(), vec![10, 20, 40]);
+        assert_eq!(get(&r, "grad_norm").unwrap().points.len(), 2);
+        assert_eq!(get(&r, "learning_rate").unwrap().steps(), vec![40]);
+    }
+
+    #[test]
+    fn no_step_lines_means_nothing() {
+        let r = parse("hello 1\nloss 2.0\n", Path::new("x.log"));
+        let n = parse("step 3: loss nan\n", Path::new("x.log"));
+        assert!(get(&n, "loss").unwrap().points[0].value.is_nan());
+        assert!(r.series.is_empty());
+        assert_eq!(r.step_lines, 0);
+    }
+
+    #[test]
+    fn names() {
+        for n in [
+            "train.log",
+            "nohup.out",
+            "slurm-4242.out",
+            "slurm-1.err",
+            "output.log",
+        ] {
+            assert!(is_stdout_log_name(n), "{n}");
+        }
+        for n in ["model.out", "debug.txt", "metrics.csv"] {
+            assert!(!is_stdout_log_name(n), "{n}");
+        }
+    }
+}

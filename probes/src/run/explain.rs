@@ -1,0 +1,227 @@
+//! What mltriage made of each file of a run: read as what (weights of step N, optimizer state,
+//! a metric log with these series, facts …) or ignored and why (an export, a copy of a
+//! checkpoint, RNG state, code, a format not read). Used by `inspect RUN` and by `check`, which
+//! names the files it could not use.
+
+use std::path::{Path, PathBuf};
+
+use super::{ArtifactKind, Run};
+
+/// One file and what became of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FileUse {
+    #[serde(serialize_with = "super::lossy_path")]
+    pub path: PathBuf,
+    pub kind: ArtifactKind,
+    /// Whether any probe can use it.
+    pub used: bool,
+    /// `read as …` or `ignored: …` / `unreadable: …`.
+    pub what: String,
+}
+
+/// Every artifact of the run with what was made of it, in path order.
+pub fn explain(run: &Run) -> Vec<FileUse> {
+    let problems = run.problems();
+    let metrics = run.metrics();
+    run.artifacts
+        .iter()
+        .map(|a| {
+            let p = a.path.as_path();
+            let (used, what) = describe(run, p, a.kind, metrics);
+            let bad = problems
+                .iter()
+                .find(|m| m.starts_with(&format!("{}:", p.display())));
+            let (used, what) = match bad {
+                Some(m) => (false, format!("unreadable: {m}")),
+                None => (used, what),
+            };
+            FileUse {
+                path: a.path.clone(),
+                kind: a.kind,
+                used,
+                what,
+            }
+        })
+        .collect()
+}
+
+fn describe(
+    run: &Run,
+    p: &Path,
+    kind: ArtifactKind,
+    metrics: &crate::metrics::MetricSet,
+) -> (bool, String) {
+    use ArtifactKind as K;
+    if let Some(s) = run.set_aside.iter().find(|s| s.path == p) {
+        return (false, format!("ignored: {}", s.reason));
+    }
+    for c in &run.checkpoints {
+        let step = if c.step_unknown {
+            "step unknown".to_string()
+        } else {
+            format!("step {}", c.step)
+        };
+        if c.weights.iter().any(|w| w == p) {
+            let also = if c.optimizer.as_deref() == Some(p) {
+                " and its optimizer state"
+            } else {
+                ""
+            };
+            let what = if is_ema_path(p) {
+                "EMA weights"
+            } else {
+                "weights"
+            };
+            return (
+                true,
+                format!("read as {what} of the checkpoint at {step}{also}"),
+            );
+        }
+        if c.optimizer.as_deref() == Some(p) {
+            return (true, format!("read as optimizer state ({step})"));
+        }
+    }
+    let own_series: Vec<&str> = metrics
+        .series
+        .iter()
+        .filter(|s| s.source == p || (kind == K::TfEvents && p.parent() == Some(&s.source)))
+        .map(|s| s.tag.as_str())
+        .collect();
+    let series_msg = |what: &str| -> (bool, String) {
+        if own_series.is_empty() {
+            (
+                false,
+                format!("ignored: read as {what}, but no series with steps found in it"),
+            )
+        } else {
+            let mut names: Vec<&str> = own_series.clone();
+            names.sort_unstable();
+            names.dedup();
+            let shown: Vec<&str> = names.iter().take(6).copied().collect();
+            let more = names.len().saturating_sub(shown.len());
+            (
+                true,
+                format!(
+                    "read as {what}: {} series ({}{})",
+                    names.len(),
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(", +{more}")
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+        }
+    };
+    match kind {
+        K::TrainerState => series_msg("HF trainer state"),
+        K::TfEvents => series_msg("TensorBoard events"),
+        K::MetricsCsv | K::Csv => series_msg("a CSV metric log"),
+        K::Jsonl => series_msg("a JSON-lines metric log"),
+        K::StdoutLog => series_msg("captured training stdout"),
+        K::WandbRecord => series_msg("a W&B run record (history rows; config as facts)"),
+        K::MlflowMetric => series_msg("an MLflow metric"),
+        K::MlflowParam => (true, "read as an MLflow param (facts)".into()),
+        K::Safetensors | K::SafetensorsIndex | K::TorchFile => (
+            false,
+            "ignored: weights that belong to no checkpoint".into(),
+        ),
+        K::Optimizer => match run
+            .checkpoints
+            .iter()
+            .find(|c| c.optimizer.as_deref().and_then(Path::parent) == p.parent())
+        {
+            Some(c) => (
+                false,
+                format!(
+                    "ignored: another rank's optimizer shard of the checkpoint at step {} (one shard is read)",
+                    c.step
+                ),
+            ),
+            None => (
+                false,
+                "ignored: optimizer state of no checkpoint (no weights beside it)".into(),
+            ),
+        },
+        K::Scheduler => (true, "read as LR scheduler state (facts: lr_max)".into()),
+        K::TrainingArgs => (true, "read as training arguments (facts)".into()),
+        K::RngState => (false, "ignored: RNG state (nothing to triage in it)".into()),
+        K::ModelConfig => (true, "read as model config (vocab, labels, context)".into()),
+        K::GenerationConfig => (true, "read as generation config".into()),
+        K::SchedulerConfig => (true, "read as diffusion scheduler config".into()),
+        K::AdapterConfig => (true, "read as adapter (LoRA) config".into()),
+        K::HParams => (true, "read as hyper-parameters (facts)".into()),
+        K::Batch => (true, "read as a dumped batch".into()),
+        K::PipelineIndex => (
+            true,
+            "read as a pipeline index: the folder beside it is an export, not a training step"
+                .into(),
+        ),
+        K::DcpShard | K::DcpMetadata => (
+            false,
+            "ignored: torch.distributed.checkpoint shards are not read yet (convert with torch.distributed.checkpoint.format_utils.dcp_to_torch_save)".into(),
+        ),
+        K::Other => (false, format!("ignored: {}", other_reason(p))),
+    }
+}
+
+/// An EMA copy by its file or folder name (`unet_ema/`, `ema.safetensors`, `model_ema.pt`).
+fn is_ema_path(p: &Path) -> bool {
+    p.components().rev().take(2).any(|c| {
+        let n = c.as_os_str().to_string_lossy().to_lowercase();
+        let stem = n.split('.').next().unwrap_or("");
+        stem == "ema"
+            || stem.starts_with("ema_")
+            || stem.ends_with("_ema")
+            || stem.contains("_ema_")
+    })
+}
+
+/// Why a file of no known kind is ignored, from its name.
+fn other_reason(p: &Path) -> String {
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let parent = p
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    if name == "latest" {
+        return "DeepSpeed's pointer to the newest checkpoint tag".into();
+    }
+    if name == "meta.yaml" {
+        return "MLflow run/experiment metadata".into();
+    }
+    if parent == "tags" {
+        return "an MLflow tag".into();
+    }
+    if name.starts_with("tokenizer")
+        || name.contains("special_tokens")
+        || name == "vocab.json"
+        || name == "merges.txt"
+    {
+        return "tokenizer files".into();
+    }
+    if name == "scaler.pt" {
+        return "AMP GradScaler state (its scale is read from logs)".into();
+    }
+    if name == "requirements.txt"
+        || name.starts_with("wandb-metadata")
+        || name == "conda-environment.yaml"
+    {
+        return "environment listing".into();
+    }
+    match ext {
+        "py" | "sh" | "ipynb" => "code".into(),
+        "md" | "txt" | "rst" => "documentation or notes".into(),
+        "png" | "jpg" | "jpeg" | "gif" | "svg" | "mp4" => "media".into(),
+        "pkl" | "pickle" => "a pickle of unknown content (not unpickled)".into(),
+        "yaml" | "yml" => "a YAML file of unknown role".into(),
+        "json" => "a JSON file of unknown role".into(),
+        _ => "not a format mltriage reads".into(),
+    }
+}

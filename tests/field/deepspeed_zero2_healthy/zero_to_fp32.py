@@ -1,0 +1,1 @@
+# placeholder: DeepSpeed copies its own script here; left out of the corpus
