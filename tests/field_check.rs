@@ -39,6 +39,10 @@ const KNOWN_PROBE_WARNS: &[(&str, &str)] = &[
 /// Bugged runs whose bug mltriage does not name yet, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
     (
+        "trl_sft_lr_100x",
+        "loss_trend's old 'slow' came from an EMA counting logged points (50 points = 500 steps of lag); in steps the loss falls 8% (above min_rel_drop 5%): a plateau rule is needed",
+    ),
+    (
         "accel_mlflow_no_decay_split",
         "decay_groups passes decayed 1-D tensors in CNNs by design",
     ),
@@ -61,8 +65,7 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
 ];
 
 fn answers() -> BTreeMap<String, serde_json::Value> {
-    serde_json::from_str(&std::fs::read_to_string(corpus().join("answers.json")).unwrap())
-        .unwrap()
+    serde_json::from_str(&std::fs::read_to_string(corpus().join("answers.json")).unwrap()).unwrap()
 }
 
 #[test]
@@ -119,7 +122,10 @@ fn every_field_run_gets_the_expected_findings() {
         named + KNOWN_MISSES.len() >= bugged,
         "{named} of {bugged} named"
     );
-    assert!(first * 3 >= named * 2, "first for {first} of {named} named bugs");
+    assert!(
+        first * 3 >= named * 2,
+        "first for {first} of {named} named bugs"
+    );
 }
 
 #[test]
@@ -159,8 +165,7 @@ fn copies_and_exports_are_never_a_step() {
         assert!(
             run.set_aside
                 .iter()
-                .any(|s| s.path.to_string_lossy().contains(expect)
-                    || s.reason.contains(expect)),
+                .any(|s| s.path.to_string_lossy().contains(expect) || s.reason.contains(expect)),
             "{name}: {expect} not set aside: {:?}",
             run.set_aside
         );
