@@ -44,6 +44,39 @@ fn search_json_has_the_contract_shape_and_ranks_v3_first_for_map_zero() {
 }
 
 #[test]
+fn search_says_when_nothing_fits_and_keeps_the_closest_entries() {
+    // A real problem no entry covers (installing a package): flagged, closest still shown.
+    let q = "ERROR: Failed building wheel for flash_attn";
+    let v = json_of(&["search", q, "--json"]);
+    assert_eq!(v["confident"], false, "{v}");
+    assert!(!v["hits"].as_array().unwrap().is_empty());
+    assert!(v["note"].as_str().unwrap().contains("--playbook DIR"));
+    assert!(v["confidence"]["coverage"].as_f64().is_some());
+    mlt()
+        .args(["search", q])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("No confident match"))
+        .stdout(predicate::str::contains("not a confident match"))
+        .stdout(predicate::str::contains("--playbook DIR"));
+    // A covered one, typed with a typo and a domain cue: confident, no note.
+    let v = json_of(&["search", "yolov8 returns nothing after traning", "--json"]);
+    assert_eq!(v["confident"], true, "{v}");
+    assert!(v.get("note").is_none());
+    assert!(
+        ["V4", "V3"].contains(&v["hits"][0]["id"].as_str().unwrap()),
+        "{v}"
+    );
+    let out = mlt()
+        .args(["search", "RuntimeError: Address already in use"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("D5"), "{text}");
+    assert!(!text.contains("No confident match"), "{text}");
+}
+
+#[test]
 fn search_plain_is_readable_and_handles_odd_input() {
     mlt()
         .args(["search", "loss stuck at ln vocab"])
@@ -197,7 +230,7 @@ fn user_playbook_adds_and_overrides_entries() {
 }
 
 #[test]
-fn trees_json_lists_the_seven_trees() {
+fn trees_json_lists_the_shipped_trees() {
     let v = json_of(&["trees", "--json"]);
     let ids: Vec<&str> = v["trees"]
         .as_array()
@@ -208,7 +241,8 @@ fn trees_json_lists_the_seven_trees() {
     for t in mltriage::catalog::lint::REQUIRED_TREES {
         assert!(ids.contains(&t), "{t}");
     }
-    // Stability first (cheapest, most likely checks), then in the order of the brief.
+    // Stability first (cheapest, most likely checks), then in the order of the brief; the
+    // systems tree (memory, distributed, speed, precision, versions) last.
     assert_eq!(
         ids,
         [
@@ -218,7 +252,8 @@ fn trees_json_lists_the_seven_trees() {
             "vision",
             "diffusion",
             "rl",
-            "vlm"
+            "vlm",
+            "systems"
         ]
     );
     for t in v["trees"].as_array().unwrap() {

@@ -142,7 +142,7 @@ fn lone_model_folder_has_no_step_and_is_not_the_init() {
     // An explicit checkpoint-0 is the init; the final model then gets step max + 1.
     let d = tempfile::tempdir().unwrap();
     write(&d.path().join("checkpoint-0/model.safetensors"), b"x");
-    write(&d.path().join("model.safetensors"), b"x");
+    write(&d.path().join("model.safetensors"), b"y");
     let run = Run::discover(d.path()).unwrap();
     let steps: Vec<(u64, bool, bool)> = run
         .checkpoints
@@ -150,6 +150,12 @@ fn lone_model_folder_has_no_step_and_is_not_the_init() {
         .map(|c| (c.step, c.is_init, c.step_unknown))
         .collect();
     assert_eq!(steps, vec![(0, true, false), (1, false, false)]);
+    // The same bytes as the init: a copy of it, set aside, never a step.
+    write(&d.path().join("model.safetensors"), b"x");
+    let run = Run::discover(d.path()).unwrap();
+    assert_eq!(run.checkpoints.len(), 1);
+    assert!(run.set_aside[0].path.ends_with("model.safetensors"));
+    assert!(run.set_aside[0].reason.contains("same content"));
 }
 
 #[test]
@@ -253,7 +259,9 @@ fn lightning_layout_ranks_restarts_and_bad_files() {
         .iter()
         .map(|c| (c.step, c.is_final))
         .collect();
-    assert_eq!(steps, vec![(10, false), (20, false), (21, true)]);
+    // last.ckpt holds the bytes of epoch=1-step=20.ckpt: a copy, never step 21.
+    assert_eq!(steps, vec![(10, false), (20, false)]);
+    assert!(run.set_aside.iter().any(|s| s.path.ends_with("last.ckpt")));
     assert!(run.checkpoints[0].path.ends_with("epoch=0-step=10.ckpt"));
     let m = run.metrics();
     let tb: Vec<_> = m
@@ -311,7 +319,7 @@ fn hf_output_dir_with_final_model_and_sharded_checkpoint() {
         b"{}",
     );
     write(&root.join("checkpoint-100/optimizer.pt"), b"x");
-    write(&root.join("model.safetensors"), b"x");
+    write(&root.join("model.safetensors"), b"final");
     write(
         &root.join("config.json"),
         b"{\"num_labels\": 3, \"pad_token_id\": 0}",

@@ -23,6 +23,8 @@ pub struct SearchState {
     pub results: Vec<ResultRow>,
     pub sel: usize,
     pub error: Option<String>,
+    /// True when full-text search found hits but none is a confident match.
+    pub weak: bool,
 }
 
 impl App {
@@ -64,6 +66,7 @@ impl App {
         let q = self.search.query.trim();
         self.search.sel = 0;
         self.search.error = None;
+        self.search.weak = false;
         if q.is_empty() {
             self.search.results.clear();
             return;
@@ -101,9 +104,11 @@ impl App {
                 })
                 .collect();
         } else {
-            match self.index.search(q, 50, self.search.domain) {
-                Ok(hits) => {
-                    self.search.results = hits
+            match self.index.search_ranked(q, 50, self.search.domain) {
+                Ok(ranked) => {
+                    self.search.weak = !ranked.hits.is_empty() && !ranked.confidence.confident;
+                    self.search.results = ranked
+                        .hits
                         .into_iter()
                         .map(|h| ResultRow {
                             id: h.id,

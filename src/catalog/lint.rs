@@ -57,7 +57,7 @@ pub fn required_ids() -> Vec<String> {
 }
 
 /// The tree ids the product ships (DESIGN.md §4.4), in the order they are listed.
-pub const REQUIRED_TREES: [&str; 7] = [
+pub const REQUIRED_TREES: [&str; 8] = [
     "stability",
     "convergence",
     "llm",
@@ -65,6 +65,7 @@ pub const REQUIRED_TREES: [&str; 7] = [
     "diffusion",
     "rl",
     "vlm",
+    "systems",
 ];
 
 pub struct LintOptions<'a> {
@@ -200,6 +201,34 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
                     "implemented probe {} has no definition in probes.yaml",
                     spec.id
                 ),
+            ));
+        }
+    }
+
+    // Search vocabulary: a synonym group needs two phrases; no phrase or cue may be blank.
+    let vocab_origin = Origin {
+        file: "playbook/synonyms.yaml".into(),
+        line: 0,
+    };
+    for (i, g) in cat.vocab.synonyms.iter().enumerate() {
+        if g.iter().any(|p| p.trim().is_empty()) {
+            out.push(err(
+                &vocab_origin,
+                format!("synonym group {} has a blank phrase", i + 1),
+            ));
+        }
+        if g.len() < 2 {
+            out.push(warn(
+                &vocab_origin,
+                format!("synonym group {} has fewer than two phrases: {g:?}", i + 1),
+            ));
+        }
+    }
+    for (d, words) in &cat.vocab.cues {
+        if words.iter().any(|w| w.trim().is_empty()) {
+            out.push(err(
+                &vocab_origin,
+                format!("cues for {d} hold a blank word"),
             ));
         }
     }

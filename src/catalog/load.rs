@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::model::{Entry, Origin, ProbeDef};
+use super::model::{Domain, Entry, Origin, ProbeDef, Vocabulary};
 use super::tree_def::TreeDef;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_playbook.rs"));
@@ -38,6 +38,10 @@ struct PlaybookFile {
     probes: Vec<ProbeDef>,
     #[serde(default)]
     tree: Option<TreeDef>,
+    #[serde(default)]
+    synonyms: Vec<Vec<String>>,
+    #[serde(default)]
+    cues: std::collections::BTreeMap<Domain, Vec<String>>,
 }
 
 /// Everything read from a set of files, in file order.
@@ -46,6 +50,8 @@ pub struct RawPlaybook {
     pub entries: Vec<Entry>,
     pub probes: Vec<ProbeDef>,
     pub trees: Vec<TreeDef>,
+    /// Synonym groups and domain cues for search.
+    pub vocab: Vocabulary,
     /// Files read (display names).
     pub files: Vec<PathBuf>,
 }
@@ -110,6 +116,10 @@ pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(),
         };
         into.trees.push(t);
     }
+    into.vocab.extend(Vocabulary {
+        synonyms: parsed.synonyms,
+        cues: parsed.cues,
+    });
     into.files.push(name.to_path_buf());
     Ok(())
 }
@@ -145,6 +155,7 @@ pub fn embedded() -> Result<RawPlaybook, LoadError> {
     raw.entries.extend(second.entries);
     raw.probes.extend(second.probes);
     raw.trees.extend(second.trees);
+    raw.vocab.extend(second.vocab);
     raw.files.extend(second.files);
     Ok(raw)
 }

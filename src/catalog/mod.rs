@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 pub use load::LoadError;
-pub use model::{Domain, Entry, Origin, ProbeDef, Reference, Threshold};
+pub use model::{Domain, Entry, Origin, ProbeDef, Reference, Threshold, Vocabulary};
 pub use tree_def::{NodeDef, NodeKind, TreeDef};
 
 /// The loaded catalog.
@@ -19,6 +19,8 @@ pub struct Catalog {
     pub entries: Vec<Entry>,
     pub probes: Vec<ProbeDef>,
     pub trees: Vec<TreeDef>,
+    /// Synonym groups and domain cues used by search.
+    pub vocab: Vocabulary,
     entry_idx: HashMap<String, usize>,
     probe_idx: HashMap<String, usize>,
     /// Files overridden or added by the user (for `--playbook`).
@@ -67,6 +69,7 @@ impl Catalog {
             entries: base.entries,
             probes: base.probes,
             trees: base.trees,
+            vocab: base.vocab,
             ..Default::default()
         };
         if let Some(dir) = user_dir {
@@ -96,6 +99,7 @@ impl Catalog {
             entries: raw.entries,
             probes: raw.probes,
             trees: raw.trees,
+            vocab: raw.vocab,
             ..Default::default()
         };
         cat.reindex();
@@ -103,6 +107,7 @@ impl Catalog {
     }
 
     fn overlay(&mut self, user: load::RawPlaybook) {
+        self.vocab.extend(user.vocab);
         for e in user.entries {
             match self.entries.iter_mut().find(|x| x.id == e.id) {
                 Some(slot) => *slot = e,

@@ -16,11 +16,12 @@ pub enum Domain {
     Vlm,
     Convergence,
     Stability,
+    Systems,
     Folklore,
 }
 
 impl Domain {
-    pub const ALL: [Domain; 8] = [
+    pub const ALL: [Domain; 9] = [
         Domain::Stability,
         Domain::Convergence,
         Domain::Llm,
@@ -28,6 +29,7 @@ impl Domain {
         Domain::Diffusion,
         Domain::Rl,
         Domain::Vlm,
+        Domain::Systems,
         Domain::Folklore,
     ];
 
@@ -40,6 +42,7 @@ impl Domain {
             Domain::Vlm => "vlm",
             Domain::Convergence => "convergence",
             Domain::Stability => "stability",
+            Domain::Systems => "systems",
             Domain::Folklore => "folklore",
         }
     }
@@ -53,6 +56,7 @@ impl Domain {
             Domain::Vlm => "VLM / multimodal",
             Domain::Convergence => "Convergence",
             Domain::Stability => "Stability tree",
+            Domain::Systems => "Systems (memory, distributed, speed)",
             Domain::Folklore => "Folklore",
         }
     }
@@ -136,4 +140,27 @@ pub struct Entry {
     pub source: Option<Source>,
     #[serde(skip)]
     pub origin: Origin,
+}
+
+/// Search vocabulary (`playbook/synonyms.yaml`, or any playbook file): groups of phrasings
+/// users treat as the same thing, and words that point at one domain.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vocabulary {
+    /// Each group: words or phrases that mean the same to a user ("exploding", "blows up").
+    #[serde(default)]
+    pub synonyms: Vec<Vec<String>>,
+    /// Domain cues: a query holding one of these words leans toward that domain.
+    #[serde(default)]
+    pub cues: std::collections::BTreeMap<Domain, Vec<String>>,
+}
+
+impl Vocabulary {
+    /// Add another file's groups and cues after these.
+    pub fn extend(&mut self, other: Vocabulary) {
+        self.synonyms.extend(other.synonyms);
+        for (d, words) in other.cues {
+            self.cues.entry(d).or_default().extend(words);
+        }
+    }
 }

@@ -41,11 +41,13 @@ pub fn search(
 ) -> anyhow::Result<ExitCode> {
     let domain = parse_domain(domain)?;
     let index = SearchIndex::build(cat)?;
-    let hits = if limit == 0 {
-        Vec::new()
+    let (hits, confidence) = if limit == 0 {
+        (Vec::new(), None)
     } else {
-        index.search(query, limit, domain)?
+        let r = index.search_ranked(query, limit, domain)?;
+        (r.hits, Some(r.confidence))
     };
+    let confident = confidence.as_ref().is_some_and(|c| c.confident);
     if json {
         let hits: Vec<_> = hits
             .iter()
@@ -57,7 +59,14 @@ pub fn search(
                 )
             })
             .collect();
-        emit_json(&json!({"query": query, "hits": hits}));
+        let mut v = json!({"query": query, "hits": hits, "confident": confident});
+        if let Some(c) = &confidence {
+            v["confidence"] = json!({"coverage": c.coverage, "reason": c.reason});
+        }
+        if !confident {
+            v["note"] = json!(NO_MATCH_NOTE);
+        }
+        emit_json(&v);
         return Ok(0);
     }
     if hits.is_empty() {
@@ -70,6 +79,15 @@ pub fn search(
     }
     let (o, c) = st.hl();
     let mut s = String::new();
+    if !confident {
+        let shown: String = query.chars().take(60).collect();
+        let more = if shown.len() < query.len() { "…" } else { "" };
+        s.push_str(&format!(
+            "{}\n{}\n\n",
+            st.bold(&format!("No confident match for {shown:?}{more}.")),
+            st.dim("Closest entries (not a confident match):")
+        ));
+    }
     for h in &hits {
         let Some(e) = cat.entry(&h.id) else { continue };
         s.push_str(&format!(
@@ -83,9 +101,17 @@ pub fn search(
         }
     }
     s.push_str(&st.dim("\n`mltriage show ID` for the fix.\n"));
+    if !confident {
+        s.push_str(&st.dim(&format!("{NO_MATCH_NOTE}\n")));
+    }
     emit(&s);
     Ok(0)
 }
+
+/// What `search` suggests when nothing in the catalog fits.
+pub const NO_MATCH_NOTE: &str = "Nothing in the catalog fits well: if this is a new problem, \
+write an entry for it in a directory of your own and load it with `--playbook DIR` \
+(`mltriage lint DIR` checks it).";
 
 pub fn entry_json(cat: &Catalog, e: &Entry) -> serde_json::Value {
     let mut v = serde_json::to_value(e).unwrap_or_default();

@@ -2,6 +2,7 @@
 //! map failures to exit codes (0 ok, 1 a check/probe found a fail, 2 usage or input error).
 
 pub mod catalog_cmds;
+pub mod doctor_cmd;
 pub mod inspect_cmd;
 pub mod run_cmds;
 pub mod style;
@@ -129,6 +130,15 @@ pub enum Command {
     /// Show what mltriage reads from any artifact: tensors, metric series, optimizer state, a run.
     Inspect {
         path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What this build and machine offer: features, CUDA devices (or why none), the device
+    /// chosen and why, the playbook source, configuration paths.
+    Doctor {
+        /// The request to explain: auto | cpu | cuda | cuda:N.
+        #[arg(long, default_value = "auto")]
+        device: String,
         #[arg(long)]
         json: bool,
     },
@@ -271,6 +281,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
         }
         Some(Command::Inspect { path, json }) => inspect_cmd::inspect(path, *json, &style),
+        Some(Command::Doctor { device, json }) => {
+            let cat = load_catalog(&cli)?;
+            doctor_cmd::doctor(&cat, device, cli.playbook.as_deref(), *json, &style)
+        }
         None if cli.show_paths => {
             let keys = crate::app::action::keys_config_path()
                 .map(|p| p.display().to_string())

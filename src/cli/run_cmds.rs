@@ -106,9 +106,10 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
 pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     let mut s = format!("{} {}\n", st.bold("run"), r.run);
     s.push_str(&format!(
-        "{} {}{}\n",
+        "{} {} ({}){}\n",
         st.bold("device"),
         r.device,
+        r.build,
         r.device_note
             .as_ref()
             .map(|n| format!(" — {n}"))
@@ -129,7 +130,11 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     for p in &r.problems {
         s.push_str(&st.yellow(&format!("unreadable: {p}\n")));
     }
-    let unused: Vec<_> = r.unused.iter().filter(|u| !u.what.starts_with("unreadable")).collect();
+    let unused: Vec<_> = r
+        .unused
+        .iter()
+        .filter(|u| !u.what.starts_with("unreadable"))
+        .collect();
     if !unused.is_empty() {
         let names: Vec<String> = unused
             .iter()
@@ -145,7 +150,11 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
             "not used: {} file(s) ({}{}) — `mltriage inspect {}` says why for each\n",
             unused.len(),
             names.join(", "),
-            if unused.len() > names.len() { ", …" } else { "" },
+            if unused.len() > names.len() {
+                ", …"
+            } else {
+                ""
+            },
             r.run
         )));
     }

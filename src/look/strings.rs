@@ -20,6 +20,8 @@ pub const MODE_FUZZY: &str = "fuzzy id/title";
 pub const ALL_DOMAINS: &str = "all domains";
 pub const RESULTS: &str = "Results";
 pub const NO_RESULTS: &str = "no entries match; try other words, or Tab for the fuzzy filter";
+pub const NO_CONFIDENT_MATCH: &str =
+    "no confident match: the closest entries below; add your own with --playbook DIR";
 
 pub const SYMPTOM: &str = "Symptom";
 pub const CAUSE: &str = "Cause";

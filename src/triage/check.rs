@@ -20,6 +20,8 @@ pub struct Report {
     pub device: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_note: Option<String>,
+    /// What the binary was built with: `cpu-only build`, `cuda build, kernels sm_90`.
+    pub build: String,
     pub artifacts: Vec<mltriage_probes::run::Artifact>,
     pub facts: Facts,
     /// Files that could not be read (`<file>: <why>`).
@@ -101,6 +103,7 @@ pub fn check(
         run: display(&run.root),
         device: compute.label.clone(),
         device_note: compute.note.clone(),
+        build: mltriage_probes::device::BuildInfo::current().label(),
         artifacts: run.artifacts.clone(),
         facts,
         problems,

@@ -64,14 +64,15 @@ fn summary_line(app: &App, area: Rect, buf: &mut Buffer) {
                 spans.push(Span::styled(format!("  {m} {} {st}", count(st)), style));
             }
             spans.push(Span::raw(format!(
-                "  · {} artifacts · {} checkpoints · steps ≤ {} · {} series · {}",
+                "  · {} artifacts · {} checkpoints · steps ≤ {} · {} series · {} ({})",
                 s.artifacts,
                 s.checkpoints.len(),
                 s.max_step
                     .map(|m| m.to_string())
                     .unwrap_or_else(|| "?".into()),
                 s.series.len(),
-                s.device
+                s.device,
+                mltriage_probes::device::BuildInfo::current().label()
             )));
             Line::from(spans)
         }

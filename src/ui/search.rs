@@ -48,6 +48,13 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         }
         return;
     }
+    // Nothing fits well: say so above the closest entries.
+    let mut inner = inner;
+    if s.weak && !s.fuzzy && inner.height > 2 {
+        Line::styled(S::NO_CONFIDENT_MATCH, t.dim()).render(inner, buf);
+        inner.y += 1;
+        inner.height -= 1;
+    }
     // Two rows per full-text hit (title, snippet); one per fuzzy row.
     let per = if s.fuzzy { 1 } else { 2 };
     let visible = (inner.height as usize / per).max(1);

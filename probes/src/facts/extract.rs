@@ -162,7 +162,12 @@ fn plain(v: &crate::tensors::Value) -> Option<String> {
 
 /// Common config keys mapped to facts (never over a fact already known).
 fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
-    let get = |k: &str| pairs.iter().find(|(pk, _)| pk == k).map(|(_, v)| v.as_str());
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(pk, _)| pk == k)
+            .map(|(_, v)| v.as_str())
+    };
     for (k, v) in pairs {
         let numeric = v.parse::<f64>().is_ok_and(f64::is_finite);
         let key = match k.as_str() {

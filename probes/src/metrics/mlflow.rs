@@ -42,16 +42,25 @@ pub fn param_key(path: &Path) -> Option<(PathBuf, String)> {
         return None;
     }
     let run = dir.parent()?;
-    run.join("meta.yaml")
-        .is_file()
-        .then(|| (run.to_path_buf(), path.file_name().unwrap_or_default().to_string_lossy().into_owned()))
+    run.join("meta.yaml").is_file().then(|| {
+        (
+            run.to_path_buf(),
+            path.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned(),
+        )
+    })
 }
 
 /// Read one metric file as the series `key`.
 pub fn read_metric(path: &Path, key: &str) -> Result<Series> {
     let meta = std::fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
     if meta.len() > MAX_BYTES {
-        return Err(ReadError::format(path, "MLflow metric file larger than 1 GiB"));
+        return Err(ReadError::format(
+            path,
+            "MLflow metric file larger than 1 GiB",
+        ));
     }
     let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
     parse_metric(&String::from_utf8_lossy(&bytes), key, path)

@@ -322,7 +322,10 @@ pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
         MetricFormat::Wandb => {
             let r = wandb::read(path)?;
             if r.history_rows == 0 {
-                return Err(ReadError::empty(path, "W&B record file with no history rows"));
+                return Err(ReadError::empty(
+                    path,
+                    "W&B record file with no history rows",
+                ));
             }
             r.series
         }

@@ -114,7 +114,8 @@ fn pairs(line: &str) -> Vec<(String, f64)> {
         let c = b[i];
         if c.is_ascii_alphabetic() || c == b'_' {
             let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'/' | b'-' | b'.'))
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'/' | b'-' | b'.'))
             {
                 i += 1;
             }
@@ -232,10 +233,14 @@ pub fn is_stdout_log_name(name: &str) -> bool {
     let n = name.to_lowercase();
     n == "nohup.out"
         || n.ends_with(".log")
-        || n.ends_with(".out") && (n.starts_with("slurm") || n.starts_with("train") || n.starts_with("job"))
+        || n.ends_with(".out")
+            && (n.starts_with("slurm") || n.starts_with("train") || n.starts_with("job"))
         || n.ends_with(".err") && n.starts_with("slurm")
         || n == "output.log"
-        || n == "stdout" || n == "stdout.txt" || n == "train.txt" || n == "log.txt"
+        || n == "stdout"
+        || n == "stdout.txt"
+        || n == "train.txt"
+        || n == "log.txt"
 }
 
 #[cfg(test)]
@@ -297,7 +302,13 @@ mod tests {
 
     #[test]
     fn names() {
-        for n in ["train.log", "nohup.out", "slurm-4242.out", "slurm-1.err", "output.log"] {
+        for n in [
+            "train.log",
+            "nohup.out",
+            "slurm-4242.out",
+            "slurm-1.err",
+            "output.log",
+        ] {
             assert!(is_stdout_log_name(n), "{n}");
         }
         for n in ["model.out", "debug.txt", "metrics.csv"] {

@@ -346,7 +346,11 @@ pub(crate) mod tests {
         recs.push(r);
         for s in 1..=rows {
             let mut h = Vec::new();
-            field(&mut h, 1, &item("train/loss", &format!("{}", 4.0 / s as f64)));
+            field(
+                &mut h,
+                1,
+                &item("train/loss", &format!("{}", 4.0 / s as f64)),
+            );
             field(&mut h, 1, &item("_step", &s.to_string()));
             let mut st = Vec::new();
             varint(&mut st, 8);
@@ -363,7 +367,7 @@ pub(crate) mod tests {
             loop {
                 let left = BLOCK - out.len() % BLOCK;
                 if left < 7 {
-                    out.extend(std::iter::repeat(0).take(left));
+                    out.extend(std::iter::repeat_n(0, left));
                     continue;
                 }
                 let n = rest.len().min(left - 7);

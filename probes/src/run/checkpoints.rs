@@ -42,9 +42,15 @@ fn embedded(path: &Path) -> Embedded {
         }
         .and_then(|i| u64::try_from(i).ok())
     };
-    let step = ["iter_num", "global_step", "global_steps", "step", "iteration"]
-        .iter()
-        .find_map(|k| lookup(root, k).and_then(num));
+    let step = [
+        "iter_num",
+        "global_step",
+        "global_steps",
+        "step",
+        "iteration",
+    ]
+    .iter()
+    .find_map(|k| lookup(root, k).and_then(num));
     let has_optimizer = ["optimizer", "optimizer_states", "optimizer_state_dict"]
         .iter()
         .any(|k| {

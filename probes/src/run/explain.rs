@@ -72,7 +72,10 @@ fn describe(
             } else {
                 "weights"
             };
-            return (true, format!("read as {what} of the checkpoint at {step}{also}"));
+            return (
+                true,
+                format!("read as {what} of the checkpoint at {step}{also}"),
+            );
         }
         if c.optimizer.as_deref() == Some(p) {
             return (true, format!("read as optimizer state ({step})"));
@@ -168,7 +171,10 @@ fn is_ema_path(p: &Path) -> bool {
     p.components().rev().take(2).any(|c| {
         let n = c.as_os_str().to_string_lossy().to_lowercase();
         let stem = n.split('.').next().unwrap_or("");
-        stem == "ema" || stem.starts_with("ema_") || stem.ends_with("_ema") || stem.contains("_ema_")
+        stem == "ema"
+            || stem.starts_with("ema_")
+            || stem.ends_with("_ema")
+            || stem.contains("_ema_")
     })
 }
 
@@ -193,7 +199,9 @@ fn other_reason(p: &Path) -> String {
     if parent == "tags" {
         return "an MLflow tag".into();
     }
-    if name.starts_with("tokenizer") || name.contains("special_tokens") || name == "vocab.json"
+    if name.starts_with("tokenizer")
+        || name.contains("special_tokens")
+        || name == "vocab.json"
         || name == "merges.txt"
     {
         return "tokenizer files".into();
@@ -201,7 +209,10 @@ fn other_reason(p: &Path) -> String {
     if name == "scaler.pt" {
         return "AMP GradScaler state (its scale is read from logs)".into();
     }
-    if name == "requirements.txt" || name.starts_with("wandb-metadata") || name == "conda-environment.yaml" {
+    if name == "requirements.txt"
+        || name.starts_with("wandb-metadata")
+        || name == "conda-environment.yaml"
+    {
         return "environment listing".into();
     }
     match ext {

@@ -1,8 +1,13 @@
-//! Symptom search: a tantivy index in RAM over every text field of the catalog (boosted id,
-//! title and keywords above symptom, above cause and fix), typo tolerance, prefix matching for
+//! Symptom search: a tantivy index in RAM over every text field of the catalog (title,
+//! keywords and errors above symptom, above cause and fix), a query plan (typo correction,
+//! synonym groups, domain cues, quoted error strings: see `plan`), prefix matching for
 //! half-typed input, queries built from analysed tokens (so `mAP=0`, `lr_scheduler.step()`,
-//! `-100` and `fc.weight` never fail to parse), our own highlighted snippets, and a
-//! fuzzy-matcher quick filter over ids and titles.
+//! `-100` and `fc.weight` never fail to parse), a confidence verdict for the best hit (see
+//! `confidence`), our own highlighted snippets, and a fuzzy-matcher quick filter.
+
+mod confidence;
+mod plan;
+mod snippet;
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -18,7 +23,11 @@ use tantivy::tokenizer::{
 };
 use tantivy::{Index, IndexReader, TantivyDocument, Term};
 
-use crate::catalog::{Catalog, Domain, Entry};
+use crate::catalog::{Catalog, Domain};
+
+pub use confidence::Confidence;
+use plan::Lexicon;
+use snippet::{edit_distance_le1, snippet_sources, split_sentences, truncate_snippet};
 
 const ANALYZER: &str = "mlt";
 
@@ -77,19 +86,26 @@ struct Fields {
     fix: Field,
 }
 
-/// (field, boost) pairs used for every query token.
-fn boosts(f: &Fields) -> [(Field, f32); 8] {
+/// (field, boost) pairs used for every query token: what the user sees (title, symptom) and
+/// types (keywords, errors) above why it happens and how to fix it.
+fn boosts(f: &Fields) -> [(Field, f32); 7] {
     [
         (f.title, 4.0),
         (f.keywords, 3.0),
-        (f.errors, 3.0),
+        (f.errors, 1.0),
         (f.symptom, 2.0),
         (f.question, 1.5),
         (f.cause, 1.0),
-        (f.fix, 1.0),
-        (f.id, 6.0),
+        (f.fix, 0.8),
     ]
 }
+
+/// Weight of a synonym expansion relative to the words the user typed.
+const W_SYNONYM: f32 = 0.5;
+/// Flat lift for every entry of a domain the query names (yolo, llava, ppo …).
+const W_CUE: f32 = 5.0;
+/// Lift per word of an entry's error string quoted in order by the query.
+const W_QUOTE: f32 = 3.0;
 
 fn analyzer() -> TextAnalyzer {
     let builder = TextAnalyzer::builder(SimpleTokenizer::default())
@@ -114,7 +130,24 @@ pub struct SearchIndex {
     texts: HashMap<String, Vec<String>>,
     ids: Vec<(String, String)>,
     index: Index,
+    lexicon: Lexicon,
+    /// Entry id -> its sentences with analysed words (see `sentences`).
+    sentence_cache: std::sync::Mutex<HashMap<String, std::sync::Arc<Sentences>>>,
+    /// Domain of each entry, in catalog order.
+    domains: Vec<Domain>,
+    /// Inverse document frequency of each analysed word over entries.
+    idf: HashMap<String, f32>,
 }
+
+/// Hits for a query plus whether the best one is a confident match.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Ranked {
+    pub hits: Vec<Hit>,
+    pub confidence: Confidence,
+}
+
+/// Sentences of an entry with their analysed words and byte offsets.
+type Sentences = Vec<(String, Vec<(String, usize, usize)>)>;
 
 /// Analysed tokens with byte offsets into `text`.
 fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, usize, usize)> {
@@ -190,6 +223,18 @@ impl SearchIndex {
             .iter()
             .map(|e| (e.id.clone(), e.title.clone()))
             .collect();
+        let lexicon = Lexicon::build(cat);
+        let n = lexicon.entry_sets.len() as f32;
+        let mut df: HashMap<String, u32> = HashMap::new();
+        for set in &lexicon.entry_sets {
+            for w in set {
+                *df.entry(w.clone()).or_default() += 1;
+            }
+        }
+        let idf = df
+            .into_iter()
+            .map(|(w, d)| (w, (1.0 + (n - d as f32 + 0.5) / (d as f32 + 0.5)).ln()))
+            .collect();
         Ok(SearchIndex {
             reader,
             fields,
@@ -197,6 +242,10 @@ impl SearchIndex {
             texts,
             ids,
             index,
+            lexicon,
+            sentence_cache: std::sync::Mutex::new(HashMap::new()),
+            domains: cat.entries.iter().map(|e| e.domain).collect(),
+            idf,
         })
     }
 
@@ -207,16 +256,79 @@ impl SearchIndex {
         limit: usize,
         domain: Option<Domain>,
     ) -> Result<Vec<Hit>, SearchError> {
+        Ok(self.run(query, limit, domain)?.0)
+    }
+
+    /// Ranked hits plus a verdict on whether the best one is a confident match (or whether
+    /// nothing in the catalog fits the query).
+    pub fn search_ranked(
+        &self,
+        query: &str,
+        limit: usize,
+        domain: Option<Domain>,
+    ) -> Result<Ranked, SearchError> {
+        let (hits, q, plan) = self.run(query, limit, domain)?;
+        let confidence = match hits.first() {
+            None => Confidence::none(),
+            Some(top) => {
+                let i = self
+                    .ids
+                    .iter()
+                    .position(|(id, _)| id == &top.id)
+                    .unwrap_or(0);
+                let concept = self.lexicon.names_concept(&plan, i)
+                    || self
+                        .domains
+                        .get(i)
+                        .is_some_and(|d| self.lexicon.cued(&plan, *d));
+                confidence::judge(
+                    &q,
+                    i,
+                    concept,
+                    &self.lexicon.entry_sets[i],
+                    &self.lexicon.entry_strong[i],
+                    &self.idf,
+                )
+            }
+        };
+        Ok(Ranked { hits, confidence })
+    }
+
+    fn run(
+        &self,
+        query: &str,
+        limit: usize,
+        domain: Option<Domain>,
+    ) -> Result<(Vec<Hit>, confidence::Query, plan::Plan), SearchError> {
         let limit = limit.clamp(1, 1000);
         // Bound the work on pathological input (a pasted 10 kB log): the first 64 tokens carry it.
         let query: String = query.chars().take(2000).collect();
         let mut an = self.analyzer.clone();
-        let mut toks: Vec<String> = tokens(&mut an, &query).into_iter().map(|t| t.0).collect();
-        let half_typed = !query.ends_with(char::is_whitespace) && !toks.is_empty();
-        let last = toks.last().cloned();
+        let half_typed = !query.ends_with(char::is_whitespace)
+            && query.chars().last().is_some_and(char::is_alphanumeric);
+        let plan = self.lexicon.plan(&query, false);
+        let mut toks: Vec<String> = tokens(&mut an, &plan.corrected)
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
+        let last = if half_typed {
+            tokens(&mut an, &query).pop().map(|t| t.0)
+        } else {
+            None
+        };
         let mut seen = BTreeSet::new();
         toks.retain(|t| seen.insert(t.clone()));
         toks.truncate(64);
+        let mut expansions: Vec<(Vec<String>, String)> = Vec::new();
+        for (trigger, text) in &plan.expansions {
+            for (t, _, _) in tokens(&mut an, text) {
+                if !seen.contains(&t) && !expansions.iter().any(|e| e.1 == t) {
+                    expansions.push((trigger.clone(), t));
+                }
+            }
+        }
+        // Bound the extra clauses: a few groups can expand to dozens of words.
+        expansions.truncate(40);
 
         let raw_ids: Vec<String> = query
             .split(|c: char| c.is_whitespace() || c == ',')
@@ -232,37 +344,41 @@ impl SearchIndex {
             .filter(|(id, _)| raw_ids.iter().any(|r| r.eq_ignore_ascii_case(id)))
             .collect();
 
+        let q = confidence::Query {
+            tokens: toks.clone(),
+            expansions: expansions.clone(),
+            quoted: plan.quoted.clone(),
+            exact_id: !exact_ids.is_empty(),
+        };
         if toks.is_empty() && exact_ids.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), q, plan));
         }
         let f = &self.fields;
         let searcher = self.reader.searcher();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let term = |field: Field, t: &str, boost: f32| -> (Occur, Box<dyn Query>) {
+            (
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(field, t),
+                        IndexRecordOption::WithFreqs,
+                    )),
+                    boost,
+                )),
+            )
+        };
         for t in &toks {
-            // Typo tolerance only for words the catalog does not contain as typed: fuzzy
-            // expansion of a known word adds cost and noise, not recall.
-            let known = [
-                f.title, f.keywords, f.errors, f.symptom, f.question, f.cause, f.fix,
-            ]
-            .into_iter()
-            .any(|fld| {
+            // Typo tolerance for words the catalog does not contain as typed (the plan has
+            // already replaced those with a near catalog word where one exists).
+            let known = boosts(f).into_iter().any(|(fld, _)| {
                 searcher
                     .doc_freq(&Term::from_field_text(fld, t))
                     .unwrap_or(0)
                     > 0
             });
             for (field, boost) in boosts(f) {
-                if field == f.id {
-                    continue;
-                }
-                let term = Term::from_field_text(field, t);
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(
-                        Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)),
-                        boost,
-                    )),
-                ));
+                clauses.push(term(field, t, boost));
                 let n = t.chars().count();
                 if !known
                     && n >= 5
@@ -275,27 +391,62 @@ impl SearchIndex {
                     clauses.push((
                         Occur::Should,
                         Box::new(BoostQuery::new(
-                            Box::new(FuzzyTermQuery::new(term, d, true)),
+                            Box::new(FuzzyTermQuery::new(
+                                Term::from_field_text(field, t),
+                                d,
+                                true,
+                            )),
                             boost * 0.3,
                         )),
                     ));
                 }
             }
         }
-        if half_typed {
-            if let Some(l) = &last {
-                if l.chars().count() >= 2 {
-                    for field in [f.title, f.keywords] {
-                        let term = Term::from_field_text(field, l);
-                        clauses.push((
-                            Occur::Should,
-                            Box::new(BoostQuery::new(
-                                Box::new(FuzzyTermQuery::new_prefix(term, 0, true)),
-                                1.0,
-                            )),
-                        ));
-                    }
+        for (_, t) in &expansions {
+            for (field, boost) in boosts(f) {
+                if field == f.title || field == f.keywords || field == f.symptom {
+                    clauses.push(term(field, t, boost * W_SYNONYM));
                 }
+            }
+        }
+        if let Some(l) = &last {
+            if l.chars().count() >= 2 {
+                for field in [f.title, f.keywords] {
+                    let term = Term::from_field_text(field, l);
+                    clauses.push((
+                        Occur::Should,
+                        Box::new(BoostQuery::new(
+                            Box::new(FuzzyTermQuery::new_prefix(term, 0, true)),
+                            1.0,
+                        )),
+                    ));
+                }
+            }
+        }
+        for d in &plan.domains {
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(f.domain, d.as_str()),
+                        IndexRecordOption::Basic,
+                    )),
+                    W_CUE,
+                )),
+            ));
+        }
+        for (entry, run) in &plan.quoted {
+            if let Some((id, _)) = self.ids.get(*entry) {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(
+                        Box::new(TermQuery::new(
+                            Term::from_field_text(f.id, &id.to_ascii_lowercase()),
+                            IndexRecordOption::Basic,
+                        )),
+                        W_QUOTE * (*run).min(10) as f32,
+                    )),
+                ));
             }
         }
         for (id, _) in &exact_ids {
@@ -308,19 +459,20 @@ impl SearchIndex {
                 )),
             ));
         }
-        let mut q: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
+        let mut q_all: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
         if let Some(d) = domain {
             let dt = Term::from_field_text(f.domain, d.as_str());
-            q = Box::new(BooleanQuery::new(vec![
-                (Occur::Must, q),
+            q_all = Box::new(BooleanQuery::new(vec![
+                (Occur::Must, q_all),
                 (
                     Occur::Must,
                     Box::new(TermQuery::new(dt, IndexRecordOption::Basic)),
                 ),
             ]));
         }
-        let top = searcher.search(&*q, &TopDocs::with_limit(limit).order_by_score())?;
+        let top = searcher.search(&*q_all, &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
+        let exp: Vec<String> = expansions.iter().map(|e| e.1.clone()).collect();
         for (score, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr)?;
             let Some(idv) = doc
@@ -332,48 +484,70 @@ impl SearchIndex {
             let Some((id, _)) = self.ids.iter().find(|(i, _)| i.eq_ignore_ascii_case(&idv)) else {
                 continue;
             };
-            let snippet = self.snippet(id, &toks);
+            let snippet = self.snippet(id, &toks, &exp);
             hits.push(Hit {
                 id: id.clone(),
                 score,
                 snippet,
             });
         }
-        Ok(hits)
+        Ok((hits, q, plan))
     }
 
-    /// The best sentence of an entry for these (analysed) query tokens, with matches marked.
-    fn snippet(&self, id: &str, toks: &[String]) -> Snippet {
+    /// An entry's sentences with their analysed words, computed on first use and kept (a hit
+    /// list is re-snippeted on every keystroke).
+    fn sentences(&self, id: &str) -> Option<std::sync::Arc<Sentences>> {
+        if let Some(v) = self.sentence_cache.lock().ok()?.get(id) {
+            return Some(v.clone());
+        }
+        let sources = self.texts.get(id)?;
         let mut an = self.analyzer.clone();
-        let Some(sources) = self.texts.get(id) else {
+        let mut v = Vec::new();
+        for src in sources {
+            for sentence in split_sentences(src) {
+                v.push((sentence.to_string(), tokens(&mut an, sentence)));
+            }
+        }
+        let v = std::sync::Arc::new(v);
+        if let Ok(mut c) = self.sentence_cache.lock() {
+            c.insert(id.to_string(), v.clone());
+        }
+        Some(v)
+    }
+
+    /// The best sentence of an entry for these (analysed) query tokens and synonym expansions,
+    /// with matches marked (typed words also match at one edit).
+    fn snippet(&self, id: &str, toks: &[String], exp: &[String]) -> Snippet {
+        let Some(sentences) = self.sentences(id) else {
             return Snippet {
                 text: String::new(),
                 highlights: vec![],
             };
         };
         let mut best: Option<(usize, Snippet)> = None;
-        for src in sources {
-            for sentence in split_sentences(src) {
-                let mut hl = Vec::new();
-                let mut matched = BTreeSet::new();
-                for (t, a, b) in tokens(&mut an, sentence) {
-                    if let Some(q) = toks.iter().find(|q| {
-                        **q == t || (q.len() >= 5 && t.len() >= 5 && edit_distance_le1(q, &t))
-                    }) {
-                        matched.insert(q.clone());
-                        hl.push((a, b));
-                    }
+        for (sentence, words) in sentences.iter() {
+            let mut hl = Vec::new();
+            let mut matched = BTreeSet::new();
+            for (t, a, b) in words {
+                if let Some(q) = toks.iter().chain(exp).find(|q| *q == t).or_else(|| {
+                    (t.len() >= 5).then(|| {
+                        toks.iter()
+                            .find(|q| q.len() >= 5 && edit_distance_le1(q, t))
+                    })?
+                }) {
+                    matched.insert(q.clone());
+                    hl.push((*a, *b));
                 }
-                let score = matched.len();
-                if best.as_ref().is_none_or(|(s, _)| score > *s) {
-                    best = Some((
-                        score,
-                        Snippet {
-                            text: sentence.to_string(),
-                            highlights: hl,
-                        },
-                    ));
-                }
+            }
+            let score = matched.len();
+            if best.as_ref().is_none_or(|(s, _)| score > *s) {
+                best = Some((
+                    score,
+                    Snippet {
+                        text: sentence.clone(),
+                        highlights: hl,
+                    },
+                ));
             }
         }
         let mut s = best.map(|b| b.1).unwrap_or(Snippet {
@@ -417,101 +591,9 @@ impl SearchIndex {
     }
 }
 
-fn snippet_sources(e: &Entry) -> Vec<String> {
-    let mut v = vec![
-        e.symptom.clone(),
-        e.cause.clone(),
-        e.fix.clone(),
-        e.title.clone(),
-    ];
-    if !e.keywords.is_empty() {
-        v.push(e.keywords.join(", "));
-    }
-    if !e.errors.is_empty() {
-        v.push(e.errors.join(" | "));
-    }
-    if let Some(q) = &e.question {
-        v.push(q.clone());
-    }
-    v
-}
-
-fn split_sentences(s: &str) -> impl Iterator<Item = &str> {
-    s.split_inclusive(". ")
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-}
-
-fn edit_distance_le1(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    if a.len().abs_diff(b.len()) > 1 {
-        return false;
-    }
-    let (mut i, mut j, mut edits) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] == b[j] {
-            i += 1;
-            j += 1;
-            continue;
-        }
-        edits += 1;
-        if edits > 1 {
-            return false;
-        }
-        match a.len().cmp(&b.len()) {
-            std::cmp::Ordering::Greater => i += 1,
-            std::cmp::Ordering::Less => j += 1,
-            std::cmp::Ordering::Equal => {
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    edits + (a.len() - i) + (b.len() - j) <= 1
-}
-
-/// Keep at most `max` chars, centred on the first highlight.
-fn truncate_snippet(s: &mut Snippet, max: usize) {
-    if s.text.chars().count() <= max {
-        return;
-    }
-    let first = s.highlights.first().map(|h| h.0).unwrap_or(0);
-    let mut start = first.saturating_sub(max / 3);
-    while !s.text.is_char_boundary(start) {
-        start -= 1;
-    }
-    let mut end = (start + max).min(s.text.len());
-    while !s.text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let prefix = if start > 0 { "…" } else { "" };
-    let suffix = if end < s.text.len() { "…" } else { "" };
-    let shift = prefix.len() as isize - start as isize;
-    let text = format!("{prefix}{}{suffix}", &s.text[start..end]);
-    s.highlights = s
-        .highlights
-        .iter()
-        .filter(|(a, b)| *a >= start && *b <= end)
-        .map(|(a, b)| {
-            (
-                (*a as isize + shift) as usize,
-                (*b as isize + shift) as usize,
-            )
-        })
-        .collect();
-    s.text = text;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn edit_distance_one() {
-        assert!(edit_distance_le1("margin", "margn"));
-        assert!(edit_distance_le1("warmup", "warmap"));
-        assert!(!edit_distance_le1("warmup", "cosine"));
-    }
 
     #[test]
     fn snippet_render_marks_highlights() {
