@@ -39,6 +39,10 @@ const KNOWN_PROBE_WARNS: &[(&str, &str)] = &[
 /// Bugged runs whose bug mltriage does not name yet, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
     (
+        "trl_sft_lr_100x",
+        "loss_trend's old 'slow' came from an EMA counting logged points (50 points = 500 steps of lag); in steps the loss falls 8% (above min_rel_drop 5%): a plateau rule is needed",
+    ),
+    (
         "accel_mlflow_no_decay_split",
         "decay_groups passes decayed 1-D tensors in CNNs by design",
     ),

@@ -3,20 +3,26 @@
 use crate::metrics::{Point, Series};
 use crate::probe::Evidence;
 
-/// Exponential moving average with span `span` (alpha = 2 / (span + 1)), seeded with the
-/// first finite value; non-finite values are skipped (the EMA holds).
+/// Exponential moving average with a span of `span` training steps (alpha = 2 / (span + 1)
+/// per step), seeded with the first finite value; non-finite values are skipped (the EMA
+/// holds). A point logged `d` steps after the previous one gets the weight `d` steps of
+/// decay would give it (1 - (1 - alpha)^d), so the horizon is in steps, not logged points.
 pub fn ema(points: &[Point], span: f64) -> Vec<(u64, f64)> {
-    let alpha = 2.0 / (span.max(1.0) + 1.0);
+    let keep = 1.0 - 2.0 / (span.max(1.0) + 1.0);
     let mut out = Vec::with_capacity(points.len());
-    let mut cur: Option<f64> = None;
+    let mut cur: Option<(u64, f64)> = None;
     for p in points {
         if p.value.is_finite() {
             cur = Some(match cur {
-                None => p.value,
-                Some(c) => c + alpha * (p.value - c),
+                None => (p.step, p.value),
+                Some((s, c)) => {
+                    let d = p.step.saturating_sub(s).max(1) as f64;
+                    let a = 1.0 - keep.powf(d);
+                    (p.step, c + a * (p.value - c))
+                }
             });
         }
-        if let Some(c) = cur {
+        if let Some((_, c)) = cur {
             out.push((p.step, c));
         }
     }
@@ -33,26 +39,33 @@ pub fn at_step(curve: &[(u64, f64)], step: u64) -> Option<(u64, f64)> {
     }
 }
 
-/// Rolling means over `window` consecutive finite values: (last step of the window, mean).
+/// Rolling means over windows of `window` training steps: for each finite point, the mean of
+/// the finite points whose step lies in (step - window, step]; (step, mean). Windows start
+/// once the series spans a full window; a series shorter than one window gives one mean.
 pub fn rolling_mean(points: &[Point], window: usize) -> Vec<(u64, f64)> {
-    let w = window.max(1);
+    let w = window.max(1) as u64;
     let fin: Vec<&Point> = points.iter().filter(|p| p.value.is_finite()).collect();
-    if fin.len() < w {
-        return if fin.is_empty() {
-            Vec::new()
-        } else {
-            vec![(
-                fin[fin.len() - 1].step,
-                fin.iter().map(|p| p.value).sum::<f64>() / fin.len() as f64,
-            )]
-        };
+    let Some(first) = fin.first().map(|p| p.step) else {
+        return Vec::new();
+    };
+    let last = fin[fin.len() - 1].step;
+    if last - first + 1 < w {
+        return vec![(
+            last,
+            fin.iter().map(|p| p.value).sum::<f64>() / fin.len() as f64,
+        )];
     }
-    let mut out = Vec::with_capacity(fin.len() - w + 1);
-    let mut sum: f64 = fin[..w].iter().map(|p| p.value).sum();
-    out.push((fin[w - 1].step, sum / w as f64));
-    for i in w..fin.len() {
-        sum += fin[i].value - fin[i - w].value;
-        out.push((fin[i].step, sum / w as f64));
+    let mut out = Vec::new();
+    let (mut lo, mut sum) = (0usize, 0.0);
+    for (i, p) in fin.iter().enumerate() {
+        sum += p.value;
+        while fin[lo].step + w <= p.step {
+            sum -= fin[lo].value;
+            lo += 1;
+        }
+        if p.step + 1 >= first + w {
+            out.push((p.step, sum / (i + 1 - lo) as f64));
+        }
     }
     out
 }

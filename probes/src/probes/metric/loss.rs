@@ -51,10 +51,19 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
             ),
         )];
     }
-    let late_s = (late as u64).min(last_step);
-    let early_s = (early as u64)
+    // The comparison steps are training steps, clamped into the logged span. A series that
+    // starts after `early_step` (sparse logging, a resumed run) is compared over the part it
+    // shows; when the window [early, late] lies before the first logged step, the whole logged
+    // span is the window (first → last), said in `measured`.
+    let mut late_s = (late as u64).clamp(first_step, last_step);
+    let mut early_s = (early as u64)
         .min(first_step + (late_s - first_step) / 4)
         .max(first_step);
+    let own_span = ((late_s - early_s) as f64) < min_span;
+    if own_span {
+        early_s = first_step;
+        late_s = last_step;
+    }
     let (Some((_, ve)), Some((_, vl))) = (at_step(&e, early_s), at_step(&e, late_s)) else {
         return vec![Verdict::skip("S4.1", "no loss around the comparison steps")];
     };
@@ -65,7 +74,12 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
         0.0
     };
     let long_enough = last_step as f64 >= late;
-    let measured = format!("EMA{span} loss {} at step {early_s} → {} at step {late_s} → {} at step {last_step} ({:+.1}%)", fmt(ve), fmt(vl), fmt(last_v), -100.0 * rel_drop);
+    let mut measured = format!("EMA{span} loss {} at step {early_s} → {} at step {late_s} → {} at step {last_step} ({:+.1}%)", fmt(ve), fmt(vl), fmt(last_v), -100.0 * rel_drop);
+    if own_span {
+        measured.push_str(&format!(
+            "; the loss is first logged at step {first_step}, after the window {early}..{late}: judged over the logged span"
+        ));
+    }
     let (st, out, msg) = if vl >= ve {
         (Status::Fail, "rising", "the loss is not falling (diverging or static): check the LR schedule (S2) and the optimizer state (S6)".to_string())
     } else if slope100 < min_slope {

@@ -14,6 +14,8 @@ pub mod rl;
 pub mod seed_spread;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verdict_tests;
 
 /// The metric probes, in registry order.
 pub const SPECS: &[ProbeSpec] = &[

@@ -12,14 +12,14 @@ use crate::run::Run;
 use std::path::Path;
 
 /// The playbook's thresholds for probe `id`, read as the binary's catalog reads them.
-fn thresholds(id: &str) -> Params {
+pub(super) fn thresholds(id: &str) -> Params {
     crate::playbook::thresholds(include_str!("../../../../playbook/probes.yaml"))
         .expect("playbook/probes.yaml parses")
         .remove(id)
         .unwrap_or_else(|| panic!("{id} not in probes.yaml"))
 }
 
-fn run_with(series: &[(&str, Vec<(u64, f64)>)]) -> Run {
+pub(super) fn run_with(series: &[(&str, Vec<(u64, f64)>)]) -> Run {
     let set = MetricSet::new(
         series
             .iter()
@@ -41,7 +41,12 @@ fn run_with(series: &[(&str, Vec<(u64, f64)>)]) -> Run {
     Run::from_metrics(Path::new("synthetic"), set)
 }
 
-fn ask(f: fn(&ProbeCtx) -> Vec<Verdict>, run: &Run, facts: &[&str], params: Params) -> Verdict {
+pub(super) fn ask(
+    f: fn(&ProbeCtx) -> Vec<Verdict>,
+    run: &Run,
+    facts: &[&str],
+    params: Params,
+) -> Verdict {
     let facts = Facts::from_args(facts).unwrap();
     let c = Compute::cpu();
     f(&ProbeCtx {

@@ -1,0 +1,87 @@
+//! Verdicts that stay right on real run shapes (issue 14): sparse and late logs, windows in
+//! steps, scale-free thresholds, warn outcomes distinct from fail outcomes.
+
+use super::tests::{ask, run_with, thresholds};
+use super::{grad_norm::*, loss::*};
+use crate::metrics::Point;
+use crate::probe::Status;
+use crate::probes::util::{ema, rolling_mean};
+
+fn pts(v: &[(u64, f64)]) -> Vec<Point> {
+    v.iter()
+        .map(|&(step, value)| Point {
+            step,
+            value,
+            wall_time: None,
+        })
+        .collect()
+}
+
+#[test]
+fn rolling_means_and_emas_span_steps_not_points() {
+    // logged every 10 steps: a 20-step window holds 2 points, not 20 (200 steps)
+    let every10: Vec<(u64, f64)> = (1..=30).map(|i| (i * 10, i as f64)).collect();
+    let r = rolling_mean(&pts(&every10), 20);
+    let last = r.last().unwrap();
+    assert_eq!(last.0, 300);
+    assert!((last.1 - 29.5).abs() < 1e-9, "{last:?}");
+    // a 50-step EMA over points 100 steps apart follows the series almost at once
+    let sparse: Vec<(u64, f64)> = vec![(100, 10.0), (200, 0.0)];
+    let e = ema(&pts(&sparse), 50.0);
+    assert!(
+        e[1].1 < 0.2,
+        "EMA after 100 steps of a 50-step span: {}",
+        e[1].1
+    );
+    // logged every step, the EMA is the classic one
+    let dense: Vec<(u64, f64)> = vec![(1, 10.0), (2, 0.0)];
+    let e = ema(&pts(&dense), 50.0);
+    assert!((e[1].1 - (10.0 - 10.0 * 2.0 / 51.0)).abs() < 1e-9);
+}
+
+#[test]
+fn loss_first_logged_after_the_window_is_judged_over_its_own_span() {
+    // HF logging_steps=500 / a resumed run: the loss starts at step 500 and falls 48%
+    let falling: Vec<(u64, f64)> = (1..=20)
+        .map(|i| (i * 500, 3.0 - 1.44 * (i - 1) as f64 / 19.0))
+        .collect();
+    let v = ask(
+        loss_trend,
+        &run_with(&[("loss", falling)]),
+        &[],
+        thresholds("loss_trend"),
+    );
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    assert!(
+        v.measured.contains("first logged at step 500"),
+        "{}",
+        v.measured
+    );
+    // the same late start with a rising loss still fails
+    let rising: Vec<(u64, f64)> = (1..=20).map(|i| (i * 500, 2.0 + 0.05 * i as f64)).collect();
+    let v = ask(
+        loss_trend,
+        &run_with(&[("loss", rising)]),
+        &[],
+        thresholds("loss_trend"),
+    );
+    assert_eq!(v.status, Status::Fail, "{v:?}");
+}
+
+#[test]
+fn grad_norm_band_window_is_steps_with_sparse_logging() {
+    // logged every 10 steps, in band except 20 steps at 9: the 20-step window over them is out
+    // of band (a 20-point window would dilute them over 200 steps); one window is a warn
+    let mut g: Vec<(u64, f64)> = (1..=100).map(|i| (i * 10, 1.0)).collect();
+    g[50].1 = 9.0;
+    g[51].1 = 9.0;
+    let v = ask(
+        grad_norm_band,
+        &run_with(&[("grad_norm", g)]),
+        &[],
+        thresholds("grad_norm_band"),
+    );
+    assert_eq!(v.status, Status::Warn, "{v:?}");
+    let mx = v.values.get("rolling_max").copied().unwrap();
+    assert!(mx > 5.0, "rolling max over 20 steps: {mx}");
+}
