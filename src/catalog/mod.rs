@@ -1,6 +1,7 @@
 //! The catalog: the playbook (embedded, plus `--playbook DIR` overrides) validated into
 //! entries, probe definitions and tree definitions, looked up by id.
 
+pub mod coverage;
 pub mod lint;
 pub mod load;
 pub mod model;
@@ -10,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 pub use load::LoadError;
-pub use model::{Domain, Entry, Origin, ProbeDef, Reference, Threshold};
+pub use model::{Artifact, Domain, Entry, Origin, ProbeDef, Reference, Signature, Threshold};
 pub use tree_def::{NodeDef, NodeKind, TreeDef};
 
 /// The loaded catalog.
