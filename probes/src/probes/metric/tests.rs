@@ -11,7 +11,7 @@ use crate::probe::{Params, ProbeCtx, Status, Verdict};
 use crate::run::Run;
 use std::path::Path;
 
-fn run_with(series: &[(&str, Vec<(u64, f64)>)]) -> Run {
+pub(super) fn run_with(series: &[(&str, Vec<(u64, f64)>)]) -> Run {
     let set = MetricSet::new(
         series
             .iter()
@@ -33,7 +33,12 @@ fn run_with(series: &[(&str, Vec<(u64, f64)>)]) -> Run {
     Run::from_metrics(Path::new("synthetic"), set)
 }
 
-fn ask(f: fn(&ProbeCtx) -> Vec<Verdict>, run: &Run, facts: &[&str], params: Params) -> Verdict {
+pub(super) fn ask(
+    f: fn(&ProbeCtx) -> Vec<Verdict>,
+    run: &Run,
+    facts: &[&str],
+    params: Params,
+) -> Verdict {
     let facts = Facts::from_args(facts).unwrap();
     let c = Compute::cpu();
     f(&ProbeCtx {
