@@ -15,7 +15,7 @@ use mltriage_probes::facts::Facts;
 
 use crate::app::action::load_keymap;
 use crate::app::worker::Worker;
-use crate::app::{export, App, AppOptions, Effect, Event};
+use crate::app::{App, AppOptions, Effect, Event};
 use crate::catalog::Catalog;
 use crate::look::theme::Theme;
 use crate::search::SearchIndex;
@@ -112,14 +112,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
                     Effect::Submit(job) if job.kind.is_view() => views.submit(job),
                     Effect::Submit(job) => worker.submit(job),
                     Effect::Cancel => worker.cancel(),
-                    Effect::Write {
-                        dir,
-                        stem,
-                        ext,
-                        content,
-                    } => {
-                        app.on_written(export::write_reported(&dir, &stem, &ext, &content));
-                    }
+                    Effect::Write(t) => app.on_written(t.write()),
                 }
             }
             if app.should_quit {

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::{ReadError, Result};
-use crate::metrics::{json_step, parse_py_json, py_number};
+use crate::pyjson::{json_step, parse_py_json, py_number};
 
 /// Read a JSON config file into an object (Python `NaN`/`Infinity` literals allowed).
 fn read_object(path: &Path) -> Result<Value> {
@@ -308,6 +308,27 @@ impl AdapterConfig {
         } else {
             a / r
         })
+    }
+}
+
+/// The classification head an architecture name (config.json `architectures`) declares: a
+/// head scoring one of `num_labels` classes, whose untrained loss is ln C and whose rows are C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassifierHead {
+    /// `…ForSequenceClassification`: one label per row, pooled from a token.
+    Sequence,
+    /// Any other `…Classification` head (image, token, audio, video, …).
+    Other,
+}
+
+/// The one classifier detector: which classification head `arch` names, if any.
+pub fn classifier_head(arch: &str) -> Option<ClassifierHead> {
+    if arch.ends_with("ForSequenceClassification") {
+        Some(ClassifierHead::Sequence)
+    } else if arch.contains("Classification") {
+        Some(ClassifierHead::Other)
+    } else {
+        None
     }
 }
 

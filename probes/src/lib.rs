@@ -12,8 +12,11 @@ pub mod error;
 pub mod facts;
 pub mod fuzzing;
 pub mod metrics;
+pub mod names;
+pub mod playbook;
 pub mod probe;
 pub mod probes;
+pub mod pyjson;
 pub mod run;
 pub mod tensors;
 

@@ -234,11 +234,11 @@ pub struct ProbeCtx<'a> {
     pub baseline: Option<&'a Run>,
 }
 
-/// Static description of a probe, implemented in code.
+/// What only code knows about a probe: the entries it answers, the inputs it reads, the
+/// threshold keys it takes and the outcomes it can give. Its question and threshold values
+/// live in `playbook/probes.yaml` only ([`crate::playbook::ProbeDef`]).
 pub struct ProbeSpec {
     pub id: &'static str,
-    /// Default wording; the playbook may reword it.
-    pub question: &'static str,
     /// Catalog entries it answers (first = primary).
     pub entries: &'static [&'static str],
     /// What it reads, e.g. `metrics:loss`, `fact:vocab_size`, `checkpoint`, `optimizer`, `batch:labels`.

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use mltriage_probes::device::Compute;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::{run_probe, Params, ProbeCtx, Status, Verdict};
@@ -20,37 +22,6 @@ fn fixture(rel: &str) -> PathBuf {
     Path::new(FIXTURES).join(rel)
 }
 
-/// The thresholds of playbook/probes.yaml for each probe.
-fn params(id: &str) -> Params {
-    let p = Params::new();
-    match id {
-        "pad_side" => p.with("min_eos_run", 2.0),
-        "label_mask" => p
-            .with("min_masked_sft", 0.01)
-            .with("max_masked_rows_frac", 0.0),
-        "label_range" => p.with("void_label", 255.0),
-        "input_norm" => p
-            .with("max_abs_mean", 1.0)
-            .with("std_lo", 0.5)
-            .with("std_hi", 2.0)
-            .with("raw_max", 2.5)
-            .with("raw_255_min", 20.0)
-            .with("unit_range_tol", 1e-6),
-        "class_balance" => p.with("majority_frac", 0.9).with("min_labels", 32.0),
-        "latent_std" => p
-            .with("std_lo", 0.5)
-            .with("std_hi", 2.0)
-            .with("sd_factor", 0.18215)
-            .with("factor_tol", 0.25),
-        "rope_scaling" => p.with("linear_max_factor", 4.0),
-        "overfit_smoke" => p
-            .with("steps", 300.0)
-            .with("target_frac", 0.1)
-            .with("lr", 0.5),
-        _ => p,
-    }
-}
-
 /// Runs probe `id` on the run at `dir` with `facts`; checks the outcome labels against the spec.
 fn probe(id: &str, dir: &Path, facts: &[&str]) -> Vec<Verdict> {
     let spec = specs()
@@ -58,7 +29,7 @@ fn probe(id: &str, dir: &Path, facts: &[&str]) -> Vec<Verdict> {
         .unwrap_or_else(|| panic!("no probe {id}"));
     let run = Run::discover(dir).unwrap();
     let facts = Facts::from_args(facts).unwrap();
-    let params = params(id);
+    let params = common::thresholds(id);
     let compute = Compute::cpu();
     let ctx = ProbeCtx {
         run: &run,
@@ -890,25 +861,25 @@ fn batch_thresholds_come_from_the_playbook() {
         .map(|_| (rng.normal() * 1.2 / 0.18215) as f32)
         .collect();
     let d = run_with(&[t_f32("latents", &[4, 4, 16, 16], lat)], None);
-    let v = run_p("latent_std", d.path(), params("latent_std"));
+    let v = run_p("latent_std", d.path(), common::thresholds("latent_std"));
     expect(&v, Status::Fail, "off_scale");
     assert!(v.message.contains("unscaled"), "{}", v.message);
     let v = run_p(
         "latent_std",
         d.path(),
-        params("latent_std").with("factor_tol", 0.05),
+        common::thresholds("latent_std").with("factor_tol", 0.05),
     );
     expect(&v, Status::Fail, "off_scale");
     assert!(!v.message.contains("unscaled"), "{}", v.message);
     // Pixels in [0, 1.01]: [0, 1]-scaled with a 0.02 tolerance, unscaled with the default.
     let px = pixels(4, 3, 64, |i, _| (i % 102) as f32 / 100.0);
     let d = run_with(&[t_f32("pixel_values", &[4, 3, 8, 8], px)], None);
-    let v = run_p("input_norm", d.path(), params("input_norm"));
+    let v = run_p("input_norm", d.path(), common::thresholds("input_norm"));
     expect(&v, Status::Fail, "unnormalized");
     let v = run_p(
         "input_norm",
         d.path(),
-        params("input_norm").with("unit_range_tol", 0.02),
+        common::thresholds("input_norm").with("unit_range_tol", 0.02),
     );
     expect(&v, Status::Warn, "unnormalized");
     // A missing threshold is a skip naming it.

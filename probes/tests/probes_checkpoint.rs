@@ -3,11 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use mltriage_probes::device::Compute;
+use mltriage_probes::facts::facts_from_artifacts;
 use mltriage_probes::facts::Facts;
-use mltriage_probes::probe::{run_probe, ParamValue, Params, ProbeCtx, ProbeSpec, Status, Verdict};
+use mltriage_probes::probe::{run_probe, ParamValue, ProbeCtx, ProbeSpec, Status, Verdict};
 use mltriage_probes::probes::{checkpoint, optimizer};
-use mltriage_probes::run::{facts_from_artifacts, Run};
+use mltriage_probes::run::Run;
 
 /// The probes over checkpoints and optimizer state.
 fn specs() -> impl Iterator<Item = &'static mltriage_probes::probe::ProbeSpec> {
@@ -22,66 +25,6 @@ fn fx(rel: &str) -> PathBuf {
     .join(rel)
 }
 
-fn playbook() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../playbook/probes.yaml"
-    ))
-    .unwrap()
-}
-
-/// The thresholds of probe `id` from playbook/probes.yaml (inline `{k: v}` or an indented block).
-fn params_for(id: &str) -> Params {
-    let text = playbook();
-    let mut p = Params::new();
-    let start = text
-        .find(&format!("- id: {id}\n"))
-        .unwrap_or_else(|| panic!("{id} not in probes.yaml"));
-    let block: Vec<&str> = text[start..]
-        .lines()
-        .skip(1)
-        .take_while(|l| !l.trim_start().starts_with("- id:"))
-        .collect();
-    let mut put = |k: &str, v: &str| {
-        let v = v.split('#').next().unwrap_or("").trim();
-        let k = k.trim();
-        if k.is_empty() || v.is_empty() {
-            return;
-        }
-        match v.parse::<f64>() {
-            Ok(x) => p.insert(k, ParamValue::Num(x)),
-            Err(_) => p.insert(k, ParamValue::Text(v.trim_matches(['"', '\'']).to_string())),
-        }
-    };
-    let mut in_block = false;
-    for l in block {
-        let t = l.trim();
-        if let Some(rest) = t.strip_prefix("thresholds:") {
-            let rest = rest.trim();
-            if rest.starts_with('{') {
-                for kv in rest.trim_matches(['{', '}']).split(',') {
-                    if let Some((k, v)) = kv.split_once(':') {
-                        put(k, v);
-                    }
-                }
-            } else {
-                in_block = true;
-            }
-            continue;
-        }
-        if in_block {
-            if l.starts_with("      ") {
-                if let Some((k, v)) = t.split_once(':') {
-                    put(k, v);
-                }
-            } else {
-                in_block = false;
-            }
-        }
-    }
-    p
-}
-
 fn spec(id: &str) -> &'static ProbeSpec {
     specs()
         .find(|s| s.id == id)
@@ -92,7 +35,7 @@ fn spec(id: &str) -> &'static ProbeSpec {
 fn run_on(id: &str, run: &Run, user: &[&str]) -> Vec<Verdict> {
     let mut facts = facts_from_artifacts(run);
     facts.merge(&Facts::from_args(user).unwrap());
-    let params = params_for(id);
+    let params = common::thresholds(id);
     let compute = Compute::cpu();
     let ctx = ProbeCtx {
         run,
@@ -109,7 +52,7 @@ fn one_with(id: &str, dir: &Path, user: &[&str], set: &[(&str, f64)]) -> Verdict
     let run = Run::discover(dir).unwrap();
     let mut facts = facts_from_artifacts(&run);
     facts.merge(&Facts::from_args(user).unwrap());
-    let mut params = params_for(id);
+    let mut params = common::thresholds(id);
     for (k, v) in set {
         assert!(
             params.f64(k).is_ok(),
@@ -212,19 +155,23 @@ fn ckpt(root: &Path, step: u64, tensors: &[(&str, Vec<usize>, Vec<f32>)]) {
 
 #[test]
 fn playbook_params_parse() {
-    let p = params_for("init_weight_stats");
+    let p = common::thresholds("init_weight_stats");
     assert_eq!(p.f64("max_ratio").unwrap(), 3.0);
     assert_eq!(
-        params_for("decay_groups").text("mixed_status").unwrap(),
+        common::thresholds("decay_groups")
+            .text("mixed_status")
+            .unwrap(),
         "warn"
     );
     assert_eq!(
-        params_for("optimizer_rebuilt").f64("min_step").unwrap(),
+        common::thresholds("optimizer_rebuilt")
+            .f64("min_step")
+            .unwrap(),
         100.0
     );
     // Every probe's thresholds are in the playbook.
     for s in specs() {
-        let p = params_for(s.id);
+        let p = common::thresholds(s.id);
         for k in s.params {
             assert!(p.f64(k).is_ok() || p.text(k).is_ok(), "{}: {k}", s.id);
         }

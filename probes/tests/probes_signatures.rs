@@ -3,45 +3,13 @@
 
 use std::path::Path;
 
-use mltriage_probes::device::Compute;
-use mltriage_probes::facts::Facts;
-use mltriage_probes::probe::{run_probe, ParamValue, Params, ProbeCtx, Status, Verdict};
-use mltriage_probes::run::{facts_from_artifacts, Run};
+mod common;
+use common::thresholds;
 
-/// The thresholds of probe `id` from playbook/probes.yaml (the block form this file uses).
-fn params_for(id: &str) -> Params {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../playbook/probes.yaml"
-    ))
-    .unwrap();
-    let start = text
-        .find(&format!("- id: {id}\n"))
-        .unwrap_or_else(|| panic!("{id} not in probes.yaml"));
-    let mut p = Params::new();
-    let mut in_block = false;
-    for l in text[start..]
-        .lines()
-        .skip(1)
-        .take_while(|l| !l.trim_start().starts_with("- id:"))
-    {
-        let t = l.trim();
-        if t.starts_with("thresholds:") {
-            in_block = true;
-            continue;
-        }
-        if in_block && l.starts_with("      ") {
-            if let Some((k, v)) = t.split_once(':') {
-                let v = v.split('#').next().unwrap_or("").trim();
-                match v.parse::<f64>() {
-                    Ok(x) => p.insert(k.trim(), ParamValue::Num(x)),
-                    Err(_) => p.insert(k.trim(), ParamValue::Text(v.to_string())),
-                }
-            }
-        }
-    }
-    p
-}
+use mltriage_probes::device::Compute;
+use mltriage_probes::facts::{facts_from_artifacts, Facts};
+use mltriage_probes::probe::{run_probe, ProbeCtx, Status, Verdict};
+use mltriage_probes::run::Run;
 
 fn run_probe_on(id: &str, dir: &Path, user: &[&str]) -> Vec<Verdict> {
     let spec = mltriage_probes::probes::all()
@@ -51,7 +19,7 @@ fn run_probe_on(id: &str, dir: &Path, user: &[&str]) -> Vec<Verdict> {
     let run = Run::discover(dir).unwrap();
     let mut facts = facts_from_artifacts(&run);
     facts.merge(&Facts::from_args(user).unwrap());
-    let params = params_for(id);
+    let params = thresholds(id);
     let compute = Compute::cpu();
     run_probe(
         spec,

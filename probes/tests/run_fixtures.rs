@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use mltriage_probes::facts::facts_from_artifacts;
 use mltriage_probes::metrics::tfevents::encode;
-use mltriage_probes::run::{facts_from_artifacts, ArtifactKind, Run};
+use mltriage_probes::run::{ArtifactKind, Run};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
 

@@ -104,12 +104,25 @@ pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
     s
 }
 
-/// Create `dir/stem.ext`, or `stem-1.ext`, `stem-2.ext`… when taken; never overwrites.
-/// [`write_unique`] with the error as one line naming the folder (what the status line shows).
-pub fn write_reported(dir: &Path, stem: &str, ext: &str, content: &str) -> Result<PathBuf, String> {
-    write_unique(dir, stem, ext, content).map_err(|e| format!("{}: {e}", dir.display()))
+/// A transcript the app asks a driver to write: `dir/stem.ext`, never overwriting.
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    pub dir: PathBuf,
+    pub stem: String,
+    pub ext: String,
+    pub content: String,
 }
 
+impl Transcript {
+    /// [`write_unique`] with the error as one line naming the folder (what the status line
+    /// shows).
+    pub fn write(&self) -> Result<PathBuf, String> {
+        write_unique(&self.dir, &self.stem, &self.ext, &self.content)
+            .map_err(|e| format!("{}: {e}", self.dir.display()))
+    }
+}
+
+/// Create `dir/stem.ext`, or `stem-1.ext`, `stem-2.ext`… when taken; never overwrites.
 pub fn write_unique(dir: &Path, stem: &str, ext: &str, content: &str) -> std::io::Result<PathBuf> {
     for n in 0..10_000u32 {
         let name = if n == 0 {

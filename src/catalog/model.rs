@@ -1,8 +1,7 @@
 //! The catalog's data model: entries, probe definitions and where each came from.
 
-use std::collections::BTreeMap;
+pub use mltriage_probes::playbook::{Origin, ProbeDef, Threshold};
 use std::fmt;
-use std::path::PathBuf;
 
 /// The areas entries belong to (DESIGN.md §4.1).
 #[derive(
@@ -103,19 +102,6 @@ pub struct Source {
     pub author: String,
     pub title: String,
     pub url: String,
-}
-
-/// Where something was defined, for `file:line` messages.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Origin {
-    pub file: PathBuf,
-    pub line: usize,
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file.display(), self.line)
-    }
 }
 
 /// A catalog entry: symptom -> cause -> fix with the exact knobs.
@@ -242,72 +228,5 @@ impl Signature {
     /// True when the signature points at run artifacts (not `none`).
     pub fn has_artifacts(&self) -> bool {
         self.none.is_none() && !self.artifacts.is_empty()
-    }
-}
-
-/// A threshold value as written in YAML.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(untagged)]
-pub enum Threshold {
-    Num(f64),
-    Text(String),
-}
-
-impl fmt::Display for Threshold {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Threshold::Num(v) => write!(f, "{v}"),
-            Threshold::Text(s) => f.write_str(s),
-        }
-    }
-}
-
-/// A probe's question and thresholds as the playbook states them.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProbeDef {
-    pub id: String,
-    pub question: String,
-    pub entries: Vec<String>,
-    /// Lower = more likely a root cause; orders findings.
-    #[serde(default = "default_priority")]
-    pub priority: i32,
-    /// Probes whose failures this probe's failure explains.
-    #[serde(default)]
-    pub explains: Vec<String>,
-    #[serde(default)]
-    pub thresholds: BTreeMap<String, Threshold>,
-    #[serde(skip)]
-    pub origin: Origin,
-}
-
-fn default_priority() -> i32 {
-    50
-}
-
-impl ProbeDef {
-    /// Thresholds as `key=value, …` for display.
-    pub fn thresholds_text(&self) -> String {
-        self.thresholds
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// Thresholds in the form the probes crate consumes.
-    pub fn params(&self) -> mltriage_probes::probe::Params {
-        use mltriage_probes::probe::{ParamValue, Params};
-        let mut p = Params::new();
-        for (k, v) in &self.thresholds {
-            p.insert(
-                k,
-                match v {
-                    Threshold::Num(n) => ParamValue::Num(*n),
-                    Threshold::Text(s) => ParamValue::Text(s.clone()),
-                },
-            );
-        }
-        p
     }
 }

@@ -7,9 +7,10 @@ use std::path::Path;
 use serde_json::{json, Value as J};
 
 use mltriage_probes::config::ModelConfig;
+use mltriage_probes::facts::facts_from_artifacts;
 use mltriage_probes::metrics::{read_metrics_file, Series};
 use mltriage_probes::probes::util::fmt;
-use mltriage_probes::run::{classify, facts_from_artifacts, ArtifactKind, Run};
+use mltriage_probes::run::{classify, ArtifactKind, Run};
 use mltriage_probes::tensors::{read_pickled_dict, OptimizerState, TensorFile};
 
 use super::catalog_cmds::{emit, emit_json};

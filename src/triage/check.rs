@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use mltriage_probes::device::Compute;
+use mltriage_probes::facts::facts_from_artifacts;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::{run_probe, ProbeCtx, ProbeSpec, Status, Verdict};
-use mltriage_probes::run::{facts_from_artifacts, ArtifactKind, Run};
+use mltriage_probes::run::{ArtifactKind, Run};
 use mltriage_probes::tensors::{OptimizerState, TensorFile};
 
 use crate::catalog::Catalog;

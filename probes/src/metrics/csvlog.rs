@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
-use super::{f64_step, Point, Series};
+use super::{Point, Series};
 use crate::error::{ReadError, Result};
+use crate::pyjson::f64_step;
 
 /// Column names taken as the x axis, in order of preference (compared lowercased).
 const STEP_COLUMNS: &[&str] = &[

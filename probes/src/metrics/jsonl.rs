@@ -10,8 +10,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{json_step, py_number, sanitize_py_json, Point, Series};
+use super::{Point, Series};
 use crate::error::{ReadError, Result};
+use crate::pyjson::{json_step, py_number, sanitize_py_json};
 
 const STEP_KEYS: &[&str] = &[
     "step",

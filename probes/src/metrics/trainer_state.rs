@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{json_step, parse_py_json, py_number, Point, Series};
+use super::{Point, Series};
 use crate::error::{ReadError, Result};
+use crate::pyjson::{json_step, parse_py_json, py_number};
 
 /// A parsed `trainer_state.json`.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -48,7 +48,6 @@ pub fn all() -> &'static [ProbeSpec] {
             for s in fam {
                 v.push(ProbeSpec {
                     id: s.id,
-                    question: s.question,
                     entries: s.entries,
                     inputs: s.inputs,
                     params: s.params,

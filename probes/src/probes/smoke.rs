@@ -60,7 +60,14 @@ fn overfit_linear(
     let l1 = loss_of(&w, &b)?;
     Ok((l0, l1))
 }
-const OVERFIT_SMOKE: ProbeSpec = ProbeSpec { id: "overfit_smoke", question: "Can a small model on the chosen device drive the dumped batch's loss to ~0 (overfit one batch)?", entries: &["O1"], inputs: &["batch:pixel_values", "batch:labels", "device"], params: &["steps", "target_frac", "lr"], outcomes: &["pass", "cannot_overfit", "skip"], run: overfit_smoke };
+const OVERFIT_SMOKE: ProbeSpec = ProbeSpec {
+    id: "overfit_smoke",
+    entries: &["O1"],
+    inputs: &["batch:pixel_values", "batch:labels", "device"],
+    params: &["steps", "target_frac", "lr"],
+    outcomes: &["pass", "cannot_overfit", "skip"],
+    run: overfit_smoke,
+};
 
 pub fn overfit_smoke(ctx: &ProbeCtx) -> Vec<Verdict> {
     let (steps, target, lr) = (

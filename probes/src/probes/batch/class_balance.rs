@@ -8,7 +8,6 @@ use crate::probes::batch::read::*;
 
 pub(super) const CLASS_BALANCE: ProbeSpec = ProbeSpec {
     id: "class_balance",
-    question: "Does one class dominate the labels?",
     entries: &["V6"],
     inputs: &["batch:labels"],
     params: &["majority_frac", "min_labels"],

@@ -6,7 +6,6 @@ use crate::probes::batch::read::*;
 
 pub(super) const IMAGE_TOKENS: ProbeSpec = ProbeSpec {
     id: "image_tokens",
-    question: "Does every row carry the expected number of image tokens (none truncated)?",
     entries: &["X4"],
     inputs: &[
         "batch:input_ids",

@@ -62,7 +62,6 @@ fn channel_layout(shape: &[usize]) -> (usize, usize, bool) {
 }
 pub(super) const INPUT_NORM: ProbeSpec = ProbeSpec {
     id: "input_norm",
-    question: "Are the input images normalised per channel to about mean 0, std 1?",
     entries: &["V1"],
     inputs: &["batch:pixel_values"],
     params: &[

@@ -6,8 +6,6 @@ use crate::probes::batch::read::*;
 
 pub(super) const LABEL_MASK: ProbeSpec = ProbeSpec {
     id: "label_mask",
-    question:
-        "Are pad (and, for SFT, prompt) positions masked with -100 — and is anything left unmasked?",
     entries: &["L2", "L7", "O15"],
     inputs: &[
         "batch:labels",

@@ -6,7 +6,6 @@ use crate::probes::batch::read::*;
 
 pub(super) const LABEL_RANGE: ProbeSpec = ProbeSpec {
     id: "label_range",
-    question: "Are class labels inside [0, C) with the void value (255) excluded?",
     entries: &["O14", "V5"],
     inputs: &["batch:labels", "fact:num_classes"],
     params: &["void_label"],

@@ -25,7 +25,6 @@ fn vae_config(ctx: &ProbeCtx) -> Option<(PathBuf, VaeConfig)> {
 }
 pub(super) const LATENT_STD: ProbeSpec = ProbeSpec {
     id: "latent_std",
-    question: "Are the diffusion latents ~unit variance (else scale by 1/std)?",
     entries: &["DF3"],
     inputs: &["batch:latents", "config:vae.scaling_factor"],
     params: &["std_lo", "std_hi", "sd_factor", "factor_tol"],

@@ -6,7 +6,6 @@ use crate::probes::batch::read::*;
 
 pub(super) const PACKING_POSITIONS: ProbeSpec = ProbeSpec {
     id: "packing_positions",
-    question: "Do packed rows reset position_ids at each document boundary?",
     entries: &["L4"],
     inputs: &[
         "batch:input_ids",

@@ -159,7 +159,14 @@ fn infer_pads(ids: &Ints, pad: PadId, eos: &[i64], min_eos_run: usize) -> Option
         via_eos,
     })
 }
-pub(super) const PAD_SIDE: ProbeSpec = ProbeSpec { id: "pad_side", question: "Is the batch padded on the side the phase needs (right for SFT/pretrain, left for generation/DPO)?", entries: &["L1"], inputs: &["batch:attention_mask", "batch:input_ids", "fact:phase"], params: &["min_eos_run"], outcomes: &["pass", "wrong_side", "skip"], run: pad_side };
+pub(super) const PAD_SIDE: ProbeSpec = ProbeSpec {
+    id: "pad_side",
+    entries: &["L1"],
+    inputs: &["batch:attention_mask", "batch:input_ids", "fact:phase"],
+    params: &["min_eos_run"],
+    outcomes: &["pass", "wrong_side", "skip"],
+    run: pad_side,
+};
 
 pub fn pad_side(ctx: &ProbeCtx) -> Vec<Verdict> {
     let min_eos_run = p!(ctx, "L1", "min_eos_run").max(1.0) as usize;

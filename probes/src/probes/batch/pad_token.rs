@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::ModelConfig;
+use crate::config::{classifier_head, ClassifierHead, ModelConfig};
 use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
 
 use crate::probes::batch::read::*;
@@ -16,7 +16,7 @@ fn is_seq_cls(cfg: Option<&ModelConfig>, b: &Batch, ids: &Ints) -> bool {
     if cfg.is_some_and(|c| {
         c.architectures
             .iter()
-            .any(|a| a.ends_with("ForSequenceClassification"))
+            .any(|a| classifier_head(a) == Some(ClassifierHead::Sequence))
     }) {
         return true;
     }
@@ -26,8 +26,6 @@ fn is_seq_cls(cfg: Option<&ModelConfig>, b: &Batch, ids: &Ints) -> bool {
 }
 pub(super) const PAD_TOKEN: ProbeSpec = ProbeSpec {
     id: "pad_token",
-    question:
-        "Is a pad token set, distinct from real content, and are all ids inside the vocabulary?",
     entries: &["L3"],
     inputs: &[
         "batch:input_ids",

@@ -6,7 +6,6 @@ use crate::probes::checkpoint::model::*;
 
 pub(super) const BN_DRIFT: ProbeSpec = ProbeSpec {
     id: "bn_drift",
-    question: "Do BatchNorm running statistics drift while their layer is frozen?",
     entries: &["O18", "V7"],
     inputs: &["checkpoint:2", "fact:frozen"],
     params: &["moved_rel"],

@@ -8,7 +8,6 @@ use crate::probes::checkpoint::model::*;
 
 pub(super) const COUNTER_RESET: ProbeSpec = ProbeSpec {
     id: "counter_reset",
-    question: "Did a counter that only grows (num_batches_tracked, step / update / sample counts) go back between checkpoints?",
     entries: &["R4"],
     inputs: &["checkpoint:2"],
     params: &["min_drop_frac"],

@@ -52,7 +52,6 @@ fn is_diffusion(ctx: &ProbeCtx) -> bool {
 }
 pub(super) const EMA_WEIGHTS: ProbeSpec = ProbeSpec {
     id: "ema_weights",
-    question: "Is an EMA copy of the weights saved, and does it differ from the raw weights?",
     entries: &["DF2", "DF1"],
     inputs: &["checkpoint", "fact:domain", "config"],
     params: &["identical_rel"],

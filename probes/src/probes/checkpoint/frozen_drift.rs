@@ -9,14 +9,13 @@ use crate::probes::checkpoint::optimizer_state::*;
 use crate::probes::util::*;
 
 pub(super) const FROZEN_DRIFT: ProbeSpec = ProbeSpec {
-        id: "frozen_drift",
-        question: "Did tensors that should be frozen change between the last two checkpoints (frozen but still in the optimizer / still decayed)?",
-        entries: &["O17", "X1"],
-        inputs: &["checkpoint:2", "fact:frozen", "optimizer"],
-        params: &["moved_rel", "shrink_cos", "grad_stopped_ratio"],
-        outcomes: &["pass", "moved", "decayed", "skip"],
-        run: frozen_drift,
-    };
+    id: "frozen_drift",
+    entries: &["O17", "X1"],
+    inputs: &["checkpoint:2", "fact:frozen", "optimizer"],
+    params: &["moved_rel", "shrink_cos", "grad_stopped_ratio"],
+    outcomes: &["pass", "moved", "decayed", "skip"],
+    run: frozen_drift,
+};
 
 // =======================================================================================
 // O17 — declared-frozen prefixes that moved / gradient stopped but still in the optimizer

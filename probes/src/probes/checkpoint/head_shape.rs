@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::config::classifier_head;
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 use crate::run::Run;
 use crate::tensors::TensorInfo;
@@ -54,7 +55,7 @@ fn num_classes(ctx: &ProbeCtx) -> Option<(u64, String)> {
         if n == 2 {
             if let Some((_, c)) = ctx.run.model_config() {
                 let explicit = c.raw.get("num_labels").is_some();
-                let classifier = c.architectures.iter().any(|a| a.contains("Classification"));
+                let classifier = c.architectures.iter().any(|a| classifier_head(a).is_some());
                 if !explicit && !classifier {
                     return None;
                 }
@@ -95,8 +96,6 @@ fn tokenizer_size(run: &Run) -> Option<(u64, PathBuf)> {
 }
 pub(super) const HEAD_SHAPE: ProbeSpec = ProbeSpec {
     id: "head_shape",
-    question:
-        "Does the classifier head match num_labels and the embedding match the vocabulary size?",
     entries: &["O20", "L3"],
     inputs: &["checkpoint", "fact:num_classes", "fact:vocab_size"],
     params: &[],

@@ -28,7 +28,6 @@ fn expected_static(ctx: &ProbeCtx, m: &Model) -> impl Fn(&str) -> bool {
 }
 pub(super) const IDENTICAL_TENSORS: ProbeSpec = ProbeSpec {
     id: "identical_tensors",
-    question: "Are some trainable tensors byte-identical between checkpoints while others moved?",
     entries: &["O2", "O3", "O4"],
     inputs: &["checkpoint:2", "fact:frozen"],
     params: &["moved_rel"],

@@ -197,25 +197,29 @@ fn pretrained_hints(ctx: &ProbeCtx, c: &CheckpointDir, m: &Model) -> Vec<String>
     out
 }
 pub(super) const INIT_WEIGHT_STATS: ProbeSpec = ProbeSpec {
-        id: "init_weight_stats",
-        question: "At init, is each weight's std within the Kaiming / Xavier / 0.02 expectations for its fan-in, and its mean near 0?",
-        entries: &["S5.1"],
-        inputs: &["checkpoint:init", "fact:from_scratch", "fact:tie_word_embeddings", "config"],
-        params: &[
-            "max_ratio",
-            "mean_abs",
-            "mean_sigmas",
-            "norm_gain_tol",
-            "std_floor",
-            "off_center_fail_min",
-            "off_center_fail_frac",
-            "embed_max_std",
-            "pretrained_gain_std",
-            "pretrained_gain_frac",
-        ],
-        outcomes: &["pass", "too_large", "off_center", "skip"],
-        run: init_weight_stats,
-    };
+    id: "init_weight_stats",
+    entries: &["S5.1"],
+    inputs: &[
+        "checkpoint:init",
+        "fact:from_scratch",
+        "fact:tie_word_embeddings",
+        "config",
+    ],
+    params: &[
+        "max_ratio",
+        "mean_abs",
+        "mean_sigmas",
+        "norm_gain_tol",
+        "std_floor",
+        "off_center_fail_min",
+        "off_center_fail_frac",
+        "embed_max_std",
+        "pretrained_gain_std",
+        "pretrained_gain_frac",
+    ],
+    outcomes: &["pass", "too_large", "off_center", "skip"],
+    run: init_weight_stats,
+};
 
 pub fn init_weight_stats(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "S5.1";

@@ -10,7 +10,6 @@ use crate::probes::checkpoint::model::*;
 
 pub(super) const LORA_WIRING: ProbeSpec = ProbeSpec {
     id: "lora_wiring",
-    question: "Are LoRA adapters present on the intended modules, and did lora_B leave zero?",
     entries: &["O21"],
     inputs: &["checkpoint", "adapter_config"],
     params: &["zero_abs"],

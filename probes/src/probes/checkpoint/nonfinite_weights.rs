@@ -32,7 +32,6 @@ fn nonfinite_in(
 }
 pub(super) const NONFINITE_WEIGHTS: ProbeSpec = ProbeSpec {
     id: "nonfinite_weights",
-    question: "Does any checkpoint tensor hold NaN or Inf?",
     entries: &["L6"],
     inputs: &["checkpoint"],
     params: &["max_nonfinite"],

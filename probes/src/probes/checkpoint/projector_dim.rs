@@ -7,7 +7,6 @@ use crate::probes::checkpoint::model::*;
 
 pub(super) const PROJECTOR_DIM: ProbeSpec = ProbeSpec {
     id: "projector_dim",
-    question: "Does the projector's output dimension equal the LLM hidden size?",
     entries: &["X2"],
     inputs: &["checkpoint", "config"],
     params: &[],

@@ -11,14 +11,13 @@ use crate::probes::checkpoint::model::*;
 // =======================================================================================
 
 pub(super) const TOWER_FREEZE: ProbeSpec = ProbeSpec {
-        id: "tower_freeze",
-        question: "Which towers (vision encoder, projector, LLM) moved between checkpoints, against the declared VLM stage?",
-        entries: &["X1", "X2", "X3"],
-        inputs: &["checkpoint:2", "fact:stage"],
-        params: &["moved_rel"],
-        outcomes: &["pass", "wrong_towers", "skip"],
-        run: tower_freeze,
-    };
+    id: "tower_freeze",
+    entries: &["X1", "X2", "X3"],
+    inputs: &["checkpoint:2", "fact:stage"],
+    params: &["moved_rel"],
+    outcomes: &["pass", "wrong_towers", "skip"],
+    run: tower_freeze,
+};
 
 pub fn tower_freeze(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "X1";

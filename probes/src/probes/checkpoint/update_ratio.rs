@@ -7,7 +7,6 @@ use crate::probes::util::*;
 
 pub(super) const UPDATE_RATIO: ProbeSpec = ProbeSpec {
     id: "update_ratio",
-    question: "Is the per-step update-to-weight ratio ||ΔW||/||W|| near 1e-3?",
     entries: &["O22"],
     inputs: &["checkpoint:2"],
     params: &["target", "low", "high", "outlier_ratio", "fail_factor"],

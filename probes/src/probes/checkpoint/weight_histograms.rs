@@ -40,14 +40,13 @@ fn hist_span(s: &TensorStats) -> Option<String> {
     ))
 }
 pub(super) const WEIGHT_HISTOGRAMS: ProbeSpec = ProbeSpec {
-        id: "weight_histograms",
-        question: "Did any weight distribution collapse toward a spike at 0 or shrink its spread by 10× over training?",
-        entries: &["O26", "O25"],
-        inputs: &["checkpoint:2"],
-        params: &["zero_frac_warn", "std_collapse", "zero_frac_growth"],
-        outcomes: &["pass", "collapsed", "skip"],
-        run: weight_histograms,
-    };
+    id: "weight_histograms",
+    entries: &["O26", "O25"],
+    inputs: &["checkpoint:2"],
+    params: &["zero_frac_warn", "std_collapse", "zero_frac_growth"],
+    outcomes: &["pass", "collapsed", "skip"],
+    run: weight_histograms,
+};
 
 pub fn weight_histograms(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "O26";

@@ -6,7 +6,14 @@ use crate::config::SchedulerConfig;
 use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
 use crate::run::ArtifactKind;
 
-pub(super) const DIFFUSION_SCHEDULER: ProbeSpec = ProbeSpec { id: "diffusion_scheduler", question: "Do the training and inference schedulers agree on beta_schedule, num_train_timesteps and prediction_type?", entries: &["DF4", "DF6"], inputs: &["config:scheduler_config.json (two or more)"], params: &[], outcomes: &["pass", "mismatch", "skip"], run: diffusion_scheduler };
+pub(super) const DIFFUSION_SCHEDULER: ProbeSpec = ProbeSpec {
+    id: "diffusion_scheduler",
+    entries: &["DF4", "DF6"],
+    inputs: &["config:scheduler_config.json (two or more)"],
+    params: &[],
+    outcomes: &["pass", "mismatch", "skip"],
+    run: diffusion_scheduler,
+};
 
 // ---------------------------------------------------------------------------------------
 // DF4, DF6: training vs inference scheduler

@@ -5,7 +5,18 @@ use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
 use crate::probes::batch::read::*;
 use crate::probes::util::*;
 
-pub(super) const ROPE_SCALING: ProbeSpec = ProbeSpec { id: "rope_scaling", question: "Is the training context within max_position_embeddings, or is rope_scaling set with a large enough factor?", entries: &["L5"], inputs: &["config:max_position_embeddings", "config:rope_scaling", "fact:context"], params: &["linear_max_factor"], outcomes: &["pass", "missing", "too_small", "skip"], run: rope_scaling };
+pub(super) const ROPE_SCALING: ProbeSpec = ProbeSpec {
+    id: "rope_scaling",
+    entries: &["L5"],
+    inputs: &[
+        "config:max_position_embeddings",
+        "config:rope_scaling",
+        "fact:context",
+    ],
+    params: &["linear_max_factor"],
+    outcomes: &["pass", "missing", "too_small", "skip"],
+    run: rope_scaling,
+};
 
 // ---------------------------------------------------------------------------------------
 // L5: rope_scaling vs context

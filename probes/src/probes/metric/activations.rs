@@ -34,7 +34,6 @@ fn layered(ctx: &ProbeCtx, needles: &[&str]) -> Vec<(u64, f64, String)> {
 }
 pub(super) const ACTIVATION_GROWTH: ProbeSpec = ProbeSpec {
     id: "activation_growth",
-    question: "Does any layer amplify activations > 10×?",
     entries: &["S5.2"],
     inputs: &["metrics:act_norm/layer_N"],
     params: &["max_growth", "warn_growth"],
@@ -78,7 +77,6 @@ pub fn activation_growth(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const DEAD_UNITS: ProbeSpec = ProbeSpec {
     id: "dead_units",
-    question: "Is a dead-unit fraction climbing?",
     entries: &["O25"],
     inputs: &["metrics:dead_frac"],
     params: &["dead_frac", "rise", "edge_frac"],

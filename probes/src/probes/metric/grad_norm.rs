@@ -9,7 +9,6 @@ use crate::probes::util::*;
 
 pub(super) const FIRST_GRAD_NORM: ProbeSpec = ProbeSpec {
     id: "first_grad_norm",
-    question: "Is the first-step gradient norm in [0.1, 10]?",
     entries: &["S1.2"],
     inputs: &["metrics:grad_norm"],
     params: &["pass_lo", "pass_hi", "fail_hi", "fail_lo", "max_first_step"],
@@ -117,7 +116,6 @@ pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const GRAD_NORM_BAND: ProbeSpec = ProbeSpec {
     id: "grad_norm_band",
-    question: "Does the rolling grad norm stay in band?",
     entries: &["S3.1"],
     inputs: &["metrics:grad_norm"],
     params: &["window", "high", "low", "high_frac", "low_frac"],
@@ -193,7 +191,6 @@ pub fn grad_norm_band(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const GRAD_NORM_SPIKES: ProbeSpec = ProbeSpec {
     id: "grad_norm_spikes",
-    question: "How many grad-norm spikes per 200 steps?",
     entries: &["S3.2"],
     inputs: &["metrics:grad_norm", "metrics:loss_scale"],
     params: &[
@@ -330,7 +327,6 @@ pub fn grad_norm_spikes(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const GRAD_NORM_RATIO: ProbeSpec = ProbeSpec {
     id: "grad_norm_ratio",
-    question: "Is the grad norm k× the baseline's?",
     entries: &["S6.3", "O9"],
     inputs: &["metrics:grad_norm", "baseline", "fact:accum_steps"],
     params: &["tolerance", "max_ratio"],

@@ -8,7 +8,6 @@ use crate::probes::util::*;
 
 pub(super) const GRAD_SCALER: ProbeSpec = ProbeSpec {
     id: "grad_scaler",
-    question: "Does the fp16 loss scale hold a high plateau?",
     entries: &["O24"],
     inputs: &["metrics:loss_scale"],
     params: &["healthy_min_log2", "collapse_log2", "calibration_frac"],

@@ -3,18 +3,8 @@
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 
 use super::{first_finite, need};
+use crate::config::classifier_head;
 use crate::probes::util::*;
-
-/// Architecture-name endings of heads that score one of `num_labels` classes (per example or
-/// per token), whose untrained loss is ln C even when the config also has a vocab_size.
-const CLASSIFIER_HEADS: &[&str] = &[
-    "ForSequenceClassification",
-    "ForImageClassification",
-    "ForTokenClassification",
-    "ForAudioClassification",
-    "ForVideoClassification",
-    "ForAudioFrameClassification",
-];
 
 /// Whether the run trains a classifier head: the `task` fact says so, or config.json's
 /// `architectures` (the `architectures` fact) names a classification head.
@@ -29,7 +19,7 @@ pub(super) fn is_classifier(ctx: &ProbeCtx) -> bool {
             .facts
             .list("architectures")
             .iter()
-            .any(|a| CLASSIFIER_HEADS.iter().any(|h| a.ends_with(h)))
+            .any(|a| classifier_head(a).is_some())
 }
 
 /// ln V (or ln C) from facts: the number of classes when the user gave it, or when the head is
@@ -57,7 +47,6 @@ fn log_v(ctx: &ProbeCtx) -> Option<(f64, String)> {
 }
 pub(super) const INIT_LOSS: ProbeSpec = ProbeSpec {
     id: "init_loss",
-    question: "Is the loss at the first logged step within ln V ± band?",
     entries: &["S1.1", "O1"],
     inputs: &[
         "metrics:loss",

@@ -7,7 +7,6 @@ use crate::probes::util::*;
 
 pub(super) const LOSS_TREND: ProbeSpec = ProbeSpec {
     id: "loss_trend",
-    question: "Does the loss EMA fall fast enough?",
     entries: &["S4.1", "O7"],
     inputs: &["metrics:loss"],
     params: &[
@@ -96,7 +95,6 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const VAL_GAP: ProbeSpec = ProbeSpec {
     id: "val_gap",
-    question: "Does val loss track train loss?",
     entries: &["S4.2"],
     inputs: &["metrics:loss", "metrics:eval_loss"],
     params: &["overfit_gap", "by_step", "leak_gap", "ema_span"],
@@ -160,7 +158,6 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const LOSS_DEGENERATE: ProbeSpec = ProbeSpec {
     id: "loss_degenerate",
-    question: "Is the loss exactly 0 or NaN from the start?",
     entries: &["L2", "O15", "F25", "V5", "L6"],
     inputs: &["metrics:loss"],
     params: &["zero_abs", "first_steps"],

@@ -10,7 +10,6 @@ use crate::probes::util::*;
 
 pub(super) const LOSS_FLOOR: ProbeSpec = ProbeSpec {
     id: "loss_floor",
-    question: "Does the loss stay above its mathematical floor (≥ 0; above ln(1+(C−1)/e) with C classes; never exactly 100)?",
     entries: &["O16", "O12", "O13"],
     inputs: &["metrics:loss", "fact:num_classes|vocab_size", "fact:phase"],
     params: &[
@@ -216,18 +215,10 @@ pub fn loss_floor(ctx: &ProbeCtx) -> Vec<Verdict> {
 mod tests {
     use super::*;
     use crate::probe::Params;
-    use crate::probes::metric::tests::{ask, run_with};
+    use crate::probes::metric::tests::{ask, run_with, thresholds};
 
     fn params() -> Params {
-        Params::new()
-            .with("neg_tol", 1e-6)
-            .with("min_points", 20.0)
-            .with("tail_frac", 0.2)
-            .with("near_floor", 0.15)
-            .with("start_frac", 0.5)
-            .with("flat_frac", 0.05)
-            .with("clamp_value", 100.0)
-            .with("clamp_tol", 1e-6)
+        thresholds("loss_floor")
     }
 
     /// Deterministic jitter in [-1, 1].

@@ -175,7 +175,6 @@ impl DeclaredSchedule {
 }
 pub(super) const LR_SCHEDULE: ProbeSpec = ProbeSpec {
     id: "lr_schedule",
-    question: "Does the logged LR follow the configured schedule?",
     entries: &["S2.1", "O8", "O23"],
     inputs: &[
         "metrics:learning_rate",
@@ -427,7 +426,6 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const LR_WARMUP_PEAK: ProbeSpec = ProbeSpec {
     id: "lr_warmup_peak",
-    question: "At step warmup_steps, is the LR within 5% of lr_max?",
     entries: &["S2.2"],
     inputs: &["metrics:learning_rate", "fact:warmup_steps", "fact:lr_max"],
     params: &["pass_rel", "fail_ratio"],

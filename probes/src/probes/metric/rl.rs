@@ -6,7 +6,6 @@ use crate::probes::util::*;
 
 pub(super) const DPO_HEALTH: ProbeSpec = ProbeSpec {
     id: "dpo_health",
-    question: "Do DPO margins grow without collapse?",
     entries: &["L9"],
     inputs: &[
         "metrics:rewards/margins",
@@ -83,7 +82,6 @@ pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const PPO_HEALTH: ProbeSpec = ProbeSpec {
     id: "ppo_health",
-    question: "Is PPO KL bounded and reward stable?",
     entries: &["R2", "R1"],
     inputs: &["metrics:kl", "metrics:reward"],
     params: &[

@@ -62,7 +62,6 @@ fn pooled_std(groups: &[&[f64]]) -> Option<f64> {
 }
 pub(super) const SEED_SPREAD: ProbeSpec = ProbeSpec {
     id: "seed_spread",
-    question: "How wide is the spread across seeds?",
     entries: &["R6", "F16"],
     inputs: &[
         "metrics:reward|eval_loss|loss (several runs)",

@@ -11,6 +11,14 @@ use crate::probe::{Params, ProbeCtx, Status, Verdict};
 use crate::run::Run;
 use std::path::Path;
 
+/// The playbook's thresholds for probe `id`, read as the binary's catalog reads them.
+pub(super) fn thresholds(id: &str) -> Params {
+    crate::playbook::thresholds(include_str!("../../../../playbook/probes.yaml"))
+        .expect("playbook/probes.yaml parses")
+        .remove(id)
+        .unwrap_or_else(|| panic!("{id} not in probes.yaml"))
+}
+
 pub(super) fn run_with(series: &[(&str, Vec<(u64, f64)>)]) -> Run {
     let set = MetricSet::new(
         series
@@ -52,13 +60,7 @@ pub(super) fn ask(
 }
 
 fn lr_params() -> Params {
-    Params::new()
-        .with("flat_rel_tol", 0.01)
-        .with("zero_abs", 1e-12)
-        .with("jump_rel", 0.5)
-        .with("jump_factor", 10.0)
-        .with("fit_rel_tol", 0.15)
-        .with("fit_min_frac", 0.05)
+    thresholds("lr_schedule")
 }
 
 fn warmup_cosine(t: u64, w: f64, total: f64, m: f64) -> f64 {
@@ -279,11 +281,7 @@ fn lr_partial_run_fits_with_the_run_length_free() {
 
 #[test]
 fn init_loss_uses_ln_classes_for_classifier_heads() {
-    let p = Params::new()
-        .with("band", 0.5)
-        .with("high_margin", 1.76)
-        .with("low_margin", 2.24)
-        .with("max_first_step", 20.0);
+    let p = thresholds("init_loss");
     // A BERT classifier over 3 labels: loss ≈ ln 3 = 1.10, far below ln 30522 = 10.3.
     let r = run_with(&[("loss", vec![(1, 1.12), (2, 1.1)])]);
     let from_config = |arch: &str| {
@@ -327,18 +325,8 @@ fn init_loss_uses_ln_classes_for_classifier_heads() {
 
 #[test]
 fn fp16_calibration_does_not_trip_grad_norm_probes() {
-    let fp = Params::new()
-        .with("pass_lo", 0.1)
-        .with("pass_hi", 10.0)
-        .with("fail_hi", 100.0)
-        .with("fail_lo", 0.001)
-        .with("max_first_step", 20.0);
-    let sp = Params::new()
-        .with("abs_spike", 100.0)
-        .with("rel_spike", 10.0)
-        .with("per_steps", 200.0)
-        .with("max_spikes", 3.0)
-        .with("window", 20.0);
+    let fp = thresholds("first_grad_norm");
+    let sp = thresholds("grad_norm_spikes");
     // GradScaler calibration: inf, inf, NaN, then finite; one isolated overflow at 100
     // (scale halves there), one at 150 with no scale logged around it.
     let mut g: Vec<(u64, f64)> = (1..=300).map(|t| (t, 1.5)).collect();
@@ -407,12 +395,7 @@ fn fp16_calibration_does_not_trip_grad_norm_probes() {
 
 #[test]
 fn spikes_counted_in_the_densest_window() {
-    let sp = Params::new()
-        .with("abs_spike", 100.0)
-        .with("rel_spike", 10.0)
-        .with("per_steps", 200.0)
-        .with("max_spikes", 3.0)
-        .with("window", 20.0);
+    let sp = thresholds("grad_norm_spikes");
     // Four spikes within 200 steps of a 2000-step run: instability (the run-wide
     // average, 0.4 per 200, used to hide it).
     let mut g: Vec<(u64, f64)> = (1..=2000).map(|t| (t, 1.0)).collect();
@@ -446,12 +429,7 @@ fn spikes_counted_in_the_densest_window() {
 }
 
 fn seed_params() -> Params {
-    Params::new()
-        .with("min_seeds", 5.0)
-        .with("tail_frac", 0.1)
-        .with("same_run_rel_tol", 1e-4)
-        .with("min_effect_to_spread", 2.0)
-        .with("max_range_to_progress", 0.25)
+    thresholds("seed_spread")
 }
 
 /// A loss curve falling from 6 to `end`.
@@ -551,12 +529,12 @@ fn seed_spread_counts_runs_not_log_files() {
 fn moved_thresholds_come_from_the_playbook() {
     // Missing a moved threshold: skip naming it, never a silent default.
     let r = run_with(&[("learning_rate", vec![(1, 1e-3), (2, 1e-3)])]);
-    let p = Params::new()
-        .with("flat_rel_tol", 0.01)
-        .with("zero_abs", 1e-12)
-        .with("jump_rel", 0.5)
-        .with("fit_rel_tol", 0.15)
-        .with("fit_min_frac", 0.05);
+    let mut p = Params::new();
+    for (k, v) in thresholds("lr_schedule").iter() {
+        if k != "jump_factor" {
+            p.insert(k, v.clone());
+        }
+    }
     let v = ask(lr_schedule, &r, &[], p);
     assert_eq!(v.status, Status::Skip);
     assert!(v.message.contains("jump_factor"), "{}", v.message);
@@ -566,14 +544,7 @@ fn moved_thresholds_come_from_the_playbook() {
         p.1 = 1e-5;
     }
     let r = run_with(&[("grad_norm", g)]);
-    let band = |low_frac: f64| {
-        Params::new()
-            .with("window", 20.0)
-            .with("high", 5.0)
-            .with("low", 0.01)
-            .with("high_frac", 0.5)
-            .with("low_frac", low_frac)
-    };
+    let band = |low_frac: f64| thresholds("grad_norm_band").with("low_frac", low_frac);
     assert_eq!(ask(grad_norm_band, &r, &[], band(0.5)).status, Status::Warn);
     assert_eq!(ask(grad_norm_band, &r, &[], band(0.3)).status, Status::Fail);
     // dead_units reads start/end over edge_frac of the points.
@@ -583,23 +554,14 @@ fn moved_thresholds_come_from_the_playbook() {
             .map(|t| (t, if t > 80 { 0.5 } else { 0.1 }))
             .collect(),
     )]);
-    let dp = |edge: f64| {
-        Params::new()
-            .with("dead_frac", 0.9)
-            .with("rise", 0.2)
-            .with("edge_frac", edge)
-    };
+    let dp = |edge: f64| thresholds("dead_units").with("edge_frac", edge);
     assert_eq!(ask(dead_units, &dead, &[], dp(0.1)).outcome, "dying");
     assert_eq!(ask(dead_units, &dead, &[], dp(0.5)).outcome, "pass");
 }
 
 #[test]
 fn init_loss_against_ln_v() {
-    let p = Params::new()
-        .with("band", 0.5)
-        .with("high_margin", 1.76)
-        .with("low_margin", 2.24)
-        .with("max_first_step", 20.0);
+    let p = thresholds("init_loss");
     let healthy = run_with(&[("loss", vec![(1, 6.3), (2, 6.2)])]);
     assert_eq!(
         ask(init_loss, &healthy, &["vocab_size=512"], p.clone()).status,
@@ -733,7 +695,7 @@ fn warmup_peak_and_grad_norms() {
     let hf: Vec<(u64, f64)> = (1..=300)
         .map(|t| (t, warmup_cosine(t, 30.0, 300.0, 1e-3)))
         .collect();
-    let p = Params::new().with("pass_rel", 0.05).with("fail_ratio", 0.5);
+    let p = thresholds("lr_warmup_peak");
     let v = ask(
         lr_warmup_peak,
         &run_with(&[("learning_rate", hf)]),
@@ -753,12 +715,7 @@ fn warmup_peak_and_grad_norms() {
         "low"
     );
 
-    let band = Params::new()
-        .with("window", 20.0)
-        .with("high", 5.0)
-        .with("low", 0.01)
-        .with("high_frac", 0.5)
-        .with("low_frac", 0.5);
+    let band = thresholds("grad_norm_band");
     let hot = run_with(&[("grad_norm", (1..=100).map(|t| (t, 20.0)).collect())]);
     assert_eq!(ask(grad_norm_band, &hot, &[], band.clone()).outcome, "high");
     let dead = run_with(&[("grad_norm", (1..=100).map(|t| (t, 1e-4)).collect())]);
@@ -766,12 +723,7 @@ fn warmup_peak_and_grad_norms() {
     let ok = run_with(&[("grad_norm", (1..=100).map(|t| (t, 1.0)).collect())]);
     assert_eq!(ask(grad_norm_band, &ok, &[], band).status, Status::Pass);
 
-    let sp = Params::new()
-        .with("abs_spike", 100.0)
-        .with("rel_spike", 10.0)
-        .with("per_steps", 200.0)
-        .with("max_spikes", 3.0)
-        .with("window", 20.0);
+    let sp = thresholds("grad_norm_spikes");
     let mut g: Vec<(u64, f64)> = (1..=200).map(|t| (t, 1.0)).collect();
     g[150].1 = 500.0;
     assert_eq!(
@@ -795,14 +747,7 @@ fn warmup_peak_and_grad_norms() {
 
 #[test]
 fn loss_trend_gap_and_degenerate_losses() {
-    let tp = Params::new()
-        .with("ema_span", 50.0)
-        .with("early_step", 50.0)
-        .with("late_step", 200.0)
-        .with("min_slope_per_100", 0.001)
-        .with("min_rel_drop", 0.05)
-        .with("min_span_steps", 20.0)
-        .with("min_points", 10.0);
+    let tp = thresholds("loss_trend");
     let falling = run_with(&[(
         "loss",
         (1..=300)
@@ -828,11 +773,7 @@ fn loss_trend_gap_and_degenerate_losses() {
         Status::Skip
     );
 
-    let gp = Params::new()
-        .with("overfit_gap", 1.0)
-        .with("by_step", 500.0)
-        .with("leak_gap", 0.3)
-        .with("ema_span", 20.0);
+    let gp = thresholds("val_gap");
     let tr: Vec<(u64, f64)> = (1..=300).map(|t| (t, 2.0)).collect();
     let over = run_with(&[
         ("loss", tr.clone()),
@@ -847,9 +788,7 @@ fn loss_trend_gap_and_degenerate_losses() {
         "no eval rows"
     );
 
-    let dp = Params::new()
-        .with("zero_abs", 1e-8)
-        .with("first_steps", 5.0);
+    let dp = thresholds("loss_degenerate");
     let zero = run_with(&[("loss", (1..=20).map(|t| (t, 0.0)).collect())]);
     assert_eq!(ask(loss_degenerate, &zero, &[], dp.clone()).outcome, "zero");
     let nan = run_with(&[("loss", (1..=20).map(|t| (t, f64::NAN)).collect())]);
@@ -860,12 +799,7 @@ fn loss_trend_gap_and_degenerate_losses() {
 
 #[test]
 fn dpo_ppo_scaler_and_baseline_ratio() {
-    let dp = Params::new()
-        .with("flat_margin", 0.05)
-        .with("min_accuracy", 0.55)
-        .with("good_accuracy", 0.7)
-        .with("tail_frac", 0.2)
-        .with("logp_drop", 5.0);
+    let dp = thresholds("dpo_health");
     let n = 100u64;
     let healthy = run_with(&[
         (
@@ -897,20 +831,11 @@ fn dpo_ppo_scaler_and_baseline_ratio() {
     ]);
     assert_eq!(ask(dpo_health, &collapse, &[], dp).outcome, "collapse");
 
-    let pp = Params::new()
-        .with("kl_target", 6.0)
-        .with("kl_blowup_factor", 3.0)
-        .with("kl_growth_factor", 3.0)
-        .with("reward_drop_frac", 0.3)
-        .with("tail_frac", 0.2)
-        .with("reward_ema_span", 20.0);
+    let pp = thresholds("ppo_health");
     let kl = run_with(&[("kl", (1..=100).map(|t| (t, t as f64)).collect())]);
     assert_eq!(ask(ppo_health, &kl, &[], pp).outcome, "kl_blowup");
 
-    let sp = Params::new()
-        .with("healthy_min_log2", 13.0)
-        .with("collapse_log2", 4.0)
-        .with("calibration_frac", 0.1);
+    let sp = thresholds("grad_scaler");
     let bad = run_with(&[(
         "loss_scale",
         (1..=100)
@@ -924,7 +849,7 @@ fn dpo_ppo_scaler_and_baseline_ratio() {
     let good = run_with(&[("loss_scale", (1..=100).map(|t| (t, 32768.0)).collect())]);
     assert_eq!(ask(grad_scaler, &good, &[], sp).status, Status::Pass);
 
-    let rp = Params::new().with("tolerance", 0.2).with("max_ratio", 1.5);
+    let rp = thresholds("grad_norm_ratio");
     let run = run_with(&[("grad_norm", (1..=50).map(|t| (t, 8.0)).collect())]);
     let base = run_with(&[("grad_norm", (1..=50).map(|t| (t, 1.0)).collect())]);
     let facts = Facts::from_args(&["accum_steps=8"]).unwrap();

@@ -23,7 +23,6 @@ fn round_trip(eps: f64, dt: DType, compute: &Compute) -> Result<f64, String> {
 }
 pub(super) const ADAM_EPS: ProbeSpec = ProbeSpec {
     id: "adam_eps",
-    question: "Is Adam's eps representable and meaningful in the optimizer state's dtype?",
     entries: &["O10"],
     inputs: &["optimizer", "device"],
     params: &["fp16_min_eps", "bf16_min_eps"],

@@ -8,7 +8,6 @@ use crate::probes::util::*;
 
 pub(super) const DECAY_GROUPS: ProbeSpec = ProbeSpec {
     id: "decay_groups",
-    question: "Do the weight-decayed param groups hold 1-D tensors (biases, norm gains)?",
     entries: &["S6.1", "O6"],
     inputs: &["optimizer"],
     params: &["decay_min", "mixed_status", "batchnorm_status"],

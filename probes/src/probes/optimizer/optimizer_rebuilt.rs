@@ -44,14 +44,13 @@ fn scheduler_state(c: &CheckpointDir) -> Option<(f64, Option<f64>, PathBuf)> {
     None
 }
 pub(super) const OPTIMIZER_REBUILT: ProbeSpec = ProbeSpec {
-        id: "optimizer_rebuilt",
-        question: "Do Adam's step count and second moments match the run's step (or was the optimizer rebuilt)?",
-        entries: &["S6.2"],
-        inputs: &["optimizer", "scheduler", "trainer_state"],
-        params: &["step_ratio", "v_zero", "min_step"],
-        outcomes: &["pass", "rebuilt", "skip"],
-        run: optimizer_rebuilt,
-    };
+    id: "optimizer_rebuilt",
+    entries: &["S6.2"],
+    inputs: &["optimizer", "scheduler", "trainer_state"],
+    params: &["step_ratio", "v_zero", "min_step"],
+    outcomes: &["pass", "rebuilt", "skip"],
+    run: optimizer_rebuilt,
+};
 
 pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "S6.2";

@@ -7,8 +7,6 @@ use crate::probes::checkpoint::optimizer_state::*;
 
 pub(super) const PARAMS_WITHOUT_STATE: ProbeSpec = ProbeSpec {
     id: "params_without_state",
-    question:
-        "Are there parameters in the optimizer that never received state (never got a gradient)?",
     entries: &["O2", "O17"],
     inputs: &["optimizer"],
     params: &[],

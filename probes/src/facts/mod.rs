@@ -4,6 +4,10 @@
 
 use std::collections::BTreeMap;
 
+mod extract;
+
+pub use extract::facts_from_artifacts;
+
 /// Keys the probes understand (DESIGN.md §4.2). Others are kept verbatim.
 pub const KNOWN_KEYS: &[(&str, &str)] = &[
     (

@@ -1,0 +1,390 @@
+//! Facts the run's artifacts state (config.json, trainer_state.json, training_args.bin,
+//! scheduler.pt, hparams.yaml, adapter_config.json), each naming its file.
+
+use std::path::Path;
+
+use super::Facts;
+use crate::config::AdapterConfig;
+use crate::run::{ArtifactKind, Run};
+
+/// Facts the artifacts state: `vocab_size`, `num_classes`, token ids, context length, rope
+/// scaling from `config.json`; `total_steps` and cadence from `trainer_state.json`; `lr_max`,
+/// `warmup_steps`, `schedule`, `accum_steps` from HF's `training_args.bin`; `lr_max` from a
+/// `scheduler.pt`'s `base_lrs` when nothing else says; a few hyper-parameters from Lightning's
+/// `hparams.yaml`; LoRA rank/alpha (and `from_scratch=false`) from `adapter_config.json`.
+/// Each fact names its file; user facts set later still win.
+pub fn facts_from_artifacts(run: &Run) -> Facts {
+    let mut f = Facts::new();
+    if let Some((path, c)) = run.model_config() {
+        let file = path.display().to_string();
+        let mut set = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                f.set_artifact(k, &v, &file);
+            }
+        };
+        set("vocab_size", c.vocab_size.map(|v| v.to_string()));
+        set("num_classes", c.num_labels.map(|v| v.to_string()));
+        set(
+            "architectures",
+            Some(c.architectures.join(",")).filter(|a| !a.is_empty()),
+        );
+        set("pad_token_id", c.pad_token_id.map(|v| v.to_string()));
+        set("eos_token_id", c.eos_token_id.map(|v| v.to_string()));
+        set("bos_token_id", c.bos_token_id.map(|v| v.to_string()));
+        set("hidden_size", c.hidden_size.map(|v| v.to_string()));
+        set(
+            "max_position_embeddings",
+            c.max_position_embeddings.map(|v| v.to_string()),
+        );
+        set("model_type", c.model_type.clone());
+        set("image_token_id", c.image_token_id.map(|v| v.to_string()));
+        set("rope_type", c.rope_type().map(str::to_string));
+        set("rope_factor", c.rope_factor().map(|v| v.to_string()));
+        set(
+            "rope_original_max_position_embeddings",
+            c.rope_original_max_position_embeddings()
+                .map(|v| v.to_string()),
+        );
+        set(
+            "tie_word_embeddings",
+            c.tie_word_embeddings.map(|v| v.to_string()),
+        );
+        let domain = if c.has_vision_config {
+            Some("vlm")
+        } else if c.class_name.is_some() {
+            Some("diffusion")
+        } else if c.vocab_size.is_some() {
+            Some("llm")
+        } else if c.num_labels.is_some() {
+            Some("vision")
+        } else {
+            None
+        };
+        if let Some(d) = domain {
+            f.set_artifact_if_absent("domain", d, &file);
+        }
+    }
+    if let Some(st) = run.trainer_state() {
+        let file = st.path.display().to_string();
+        let mut set = |k: &str, v: Option<u64>| {
+            if let Some(v) = v {
+                f.set_artifact(k, &v.to_string(), &file);
+            }
+        };
+        set("total_steps", st.max_steps.filter(|m| *m > 0));
+        set("max_steps", st.max_steps.filter(|m| *m > 0));
+        set("global_step", st.global_step);
+        set("logging_steps", st.logging_steps);
+        set("eval_steps", st.eval_steps);
+        set("train_batch_size", st.train_batch_size);
+    }
+    if let Some(p) = newest_of_kind(run, ArtifactKind::TrainingArgs) {
+        training_args_facts(p, &mut f);
+    }
+    if let Some(p) = newest_of_kind(run, ArtifactKind::Scheduler) {
+        scheduler_facts(p, &mut f);
+    }
+    if let Some(a) = run.of_kind(ArtifactKind::AdapterConfig).first() {
+        if let Ok(c) = AdapterConfig::read(&a.path) {
+            let file = a.path.display().to_string();
+            if let Some(r) = c.r {
+                f.set_artifact("lora_r", &r.to_string(), &file);
+            }
+            if let Some(al) = c.lora_alpha {
+                f.set_artifact("lora_alpha", &al.to_string(), &file);
+            }
+            // A PEFT adapter trains on top of pretrained weights.
+            f.set_artifact_if_absent("from_scratch", "false", &file);
+        }
+    }
+    if let Some(a) = run.of_kind(ArtifactKind::HParams).first() {
+        hparams_facts(&a.path, &mut f);
+    }
+    f
+}
+
+/// The root folder's file of this kind, else the one with the largest step (the newest
+/// checkpoint's).
+fn newest_of_kind(run: &Run, kind: ArtifactKind) -> Option<&Path> {
+    let all = run.of_kind(kind);
+    let base = run.base();
+    all.iter()
+        .find(|a| a.path.parent() == Some(base))
+        .or_else(|| {
+            all.iter()
+                .max_by_key(|a| (a.step, std::cmp::Reverse(&a.path)))
+        })
+        .map(|a| a.path.as_path())
+}
+
+/// HF `lr_scheduler_type` → the `schedule` fact (None where no fact value fits).
+fn schedule_of_hf(kind: &str, kwargs: Option<&crate::tensors::Value>) -> Option<&'static str> {
+    use crate::tensors::lookup;
+    let kw = |k: &str| kwargs.and_then(|v| lookup(v, k)).and_then(|v| v.as_f64());
+    match kind {
+        "linear" => Some("warmup_linear"),
+        // One cosine cycle down to 0 (restarts default to a single cycle).
+        "cosine" => Some("warmup_cosine"),
+        "cosine_with_restarts" if kw("num_cycles").unwrap_or(1.0) == 1.0 => Some("warmup_cosine"),
+        // Power 1 down to lr_end ≈ 0 is the linear schedule.
+        "polynomial" if kw("power").unwrap_or(1.0) == 1.0 => Some("warmup_linear"),
+        // HF's constant_with_warmup is a linear ramp then lr_max: a constant schedule with
+        // warmup_steps (fitting it this way also passes logs that miss the short ramp).
+        "constant" | "constant_with_warmup" => Some("constant"),
+        _ => None,
+    }
+}
+
+/// Facts from HF's `training_args.bin` (a pickled `TrainingArguments`, read without running
+/// it): `learning_rate` → lr_max, `warmup_steps` (or `warmup_ratio` × max_steps) →
+/// warmup_steps, `lr_scheduler_type` → schedule, `gradient_accumulation_steps` → accum_steps,
+/// `max_grad_norm`, `max_steps` → total_steps. Facts already set (trainer state) are kept.
+fn training_args_facts(path: &Path, f: &mut Facts) {
+    if let Ok(v) = crate::tensors::read_pickled_dict(path) {
+        training_args_value_facts(&v, &path.display().to_string(), f);
+    }
+}
+
+fn training_args_value_facts(v: &crate::tensors::Value, file: &str, f: &mut Facts) {
+    use crate::tensors::lookup;
+    let num = |k: &str| {
+        lookup(v, k)
+            .and_then(|x| x.as_f64())
+            .filter(|x| x.is_finite())
+    };
+    if num("learning_rate").is_none() && lookup(v, "lr_scheduler_type").is_none() {
+        return; // not a TrainingArguments
+    }
+    let args_max = num("max_steps").filter(|x| *x > 0.0);
+    let total = args_max.or_else(|| f.f64("total_steps").filter(|x| *x > 0.0));
+    let mut set = |k: &str, val: String| f.set_artifact_if_absent(k, &val, file);
+    if let Some(lr) = num("learning_rate").filter(|x| *x > 0.0) {
+        set("lr_max", lr.to_string());
+    }
+    if let Some(a) = num("gradient_accumulation_steps").filter(|x| *x >= 1.0) {
+        set("accum_steps", (a as u64).to_string());
+    }
+    if let Some(g) = num("max_grad_norm").filter(|x| *x > 0.0) {
+        set("max_grad_norm", g.to_string());
+    }
+    if let Some(m) = args_max {
+        set("total_steps", (m as u64).to_string());
+    }
+    let kind = lookup(v, "lr_scheduler_type")
+        .and_then(|x| x.as_str())
+        .map(|s| s.trim().to_ascii_lowercase());
+    let schedule = kind
+        .as_deref()
+        .and_then(|k| schedule_of_hf(k, lookup(v, "lr_scheduler_kwargs")));
+    if let Some(s) = schedule {
+        set("schedule", s.to_string());
+    }
+    // HF: warmup_steps ≥ 1 counts steps; in (0, 1) (transformers 5) or warmup_ratio (4.x) is
+    // a fraction of the total steps, rounded up. A plain constant schedule ignores warmup.
+    let ws = num("warmup_steps").filter(|x| *x >= 0.0);
+    let ratio = num("warmup_ratio").filter(|x| *x > 0.0);
+    let warmup = if kind.as_deref() == Some("constant") {
+        Some(0.0)
+    } else {
+        match (ws, ratio) {
+            (Some(w), _) if w >= 1.0 => Some(w.floor()),
+            (Some(w), _) if w > 0.0 => total.map(|t| (t * w).ceil()),
+            (_, Some(r)) => total.map(|t| (t * r).ceil()),
+            (Some(_), None) => Some(0.0),
+            (None, None) => None,
+        }
+    };
+    if let Some(w) = warmup {
+        set("warmup_steps", (w as u64).to_string());
+    }
+}
+
+/// `lr_max` from a torch LR scheduler's state (`scheduler.pt`): its `base_lrs` (the LR each
+/// param group was built with), when all groups share one; CyclicLR's `max_lrs`. Skipped for
+/// OneCycleLR, whose base LR is max_lr / div_factor.
+fn scheduler_facts(path: &Path, f: &mut Facts) {
+    if f.get("lr_max").is_some() {
+        return;
+    }
+    if let Ok(v) = crate::tensors::read_pickled_dict(path) {
+        scheduler_value_facts(&v, &path.display().to_string(), f);
+    }
+}
+
+fn scheduler_value_facts(v: &crate::tensors::Value, file: &str, f: &mut Facts) {
+    use crate::tensors::lookup;
+    if lookup(v, "_schedule_phases").is_some() {
+        return;
+    }
+    let lrs: Vec<f64> = lookup(v, "max_lrs")
+        .or_else(|| lookup(v, "base_lrs"))
+        .and_then(|x| x.as_seq())
+        .map(|s| s.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default();
+    let Some(&first) = lrs.first() else { return };
+    if first > 0.0
+        && first.is_finite()
+        && lrs.iter().all(|x| (x - first).abs() <= 1e-12 * first.abs())
+    {
+        f.set_artifact_if_absent("lr_max", &first.to_string(), file);
+    }
+}
+
+/// Top-level `key: scalar` lines of a Lightning `hparams.yaml` (no YAML parser needed for
+/// these few keys); nested blocks are ignored.
+fn hparams_facts(path: &Path, f: &mut Facts) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let file = path.display().to_string();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with([' ', '\t', '-', '#']))
+    {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim().trim_matches(['"', '\'']);
+        if v.is_empty() || v.parse::<f64>().is_err() {
+            continue;
+        }
+        let key = match k.trim() {
+            "lr" | "learning_rate" => "lr_max",
+            "warmup_steps" => "warmup_steps",
+            "max_steps" if !v.starts_with('-') => "total_steps",
+            "accumulate_grad_batches" | "gradient_accumulation_steps" => "accum_steps",
+            "vocab_size" => "vocab_size",
+            "num_classes" | "num_labels" => "num_classes",
+            "gradient_clip_val" | "max_grad_norm" => "max_grad_norm",
+            _ => continue,
+        };
+        f.set_artifact_if_absent(key, v, &file);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensors::Value;
+
+    /// A pickled `TrainingArguments`-like object: a class with a BUILD state dict.
+    fn args_object(fields: &[(&str, Value)]) -> Value {
+        Value::Object {
+            class: (
+                "transformers.training_args".into(),
+                "TrainingArguments".into(),
+            ),
+            args: Vec::new(),
+            state: Some(Box::new(Value::Dict(
+                fields
+                    .iter()
+                    .map(|(k, v)| (Value::Str(k.to_string()), v.clone()))
+                    .collect(),
+            ))),
+        }
+    }
+
+    fn sched_type(s: &str) -> Value {
+        Value::Object {
+            class: ("transformers.trainer_utils".into(), "SchedulerType".into()),
+            args: vec![Value::Str(s.into())],
+            state: None,
+        }
+    }
+
+    #[test]
+    fn training_args_give_lr_warmup_schedule_accum() {
+        // transformers 4.x: warmup_ratio × max_steps, rounded up; linear → warmup_linear.
+        let v = args_object(&[
+            ("learning_rate", Value::Float(3e-4)),
+            ("lr_scheduler_type", sched_type("linear")),
+            ("warmup_steps", Value::Int(0)),
+            ("warmup_ratio", Value::Float(0.03)),
+            ("max_steps", Value::Int(1000)),
+            ("gradient_accumulation_steps", Value::Int(8)),
+        ]);
+        let mut f = Facts::new();
+        training_args_value_facts(&v, "training_args.bin", &mut f);
+        assert_eq!(f.f64("lr_max"), Some(3e-4));
+        assert_eq!(f.get("schedule"), Some("warmup_linear"));
+        assert_eq!(f.u64("warmup_steps"), Some(30));
+        assert_eq!(f.u64("accum_steps"), Some(8));
+        assert_eq!(f.u64("total_steps"), Some(1000));
+
+        // transformers 5: a fractional warmup_steps is a ratio of the trainer state's total.
+        let v = args_object(&[
+            ("learning_rate", Value::Float(1e-3)),
+            ("lr_scheduler_type", sched_type("cosine")),
+            ("warmup_steps", Value::Float(0.1)),
+            ("max_steps", Value::Int(-1)),
+        ]);
+        let mut f = Facts::new();
+        f.set_artifact("total_steps", "450", "trainer_state.json");
+        training_args_value_facts(&v, "training_args.bin", &mut f);
+        assert_eq!(f.get("schedule"), Some("warmup_cosine"));
+        assert_eq!(f.u64("warmup_steps"), Some(45));
+
+        // constant_with_warmup → constant with its warmup; plain constant ignores warmup;
+        // an unknown scheduler sets no schedule; user facts still win.
+        for (kind, sched, warm) in [
+            ("constant_with_warmup", Some("constant"), 100),
+            ("constant", Some("constant"), 0),
+            ("inverse_sqrt", None, 100),
+        ] {
+            let v = args_object(&[
+                ("learning_rate", Value::Float(2e-5)),
+                ("lr_scheduler_type", sched_type(kind)),
+                ("warmup_steps", Value::Int(100)),
+            ]);
+            let mut f = Facts::from_args(&["lr_max=0.5"]).unwrap();
+            training_args_value_facts(&v, "training_args.bin", &mut f);
+            assert_eq!(f.get("schedule"), sched, "{kind}");
+            assert_eq!(f.u64("warmup_steps"), Some(warm), "{kind}");
+            assert_eq!(f.f64("lr_max"), Some(0.5), "{kind}: the user's fact wins");
+        }
+        // Not a TrainingArguments: nothing.
+        let mut f = Facts::new();
+        training_args_value_facts(&Value::Dict(Vec::new()), "x.bin", &mut f);
+        assert_eq!(f.iter().count(), 0);
+    }
+
+    #[test]
+    fn scheduler_base_lrs_give_lr_max_when_unambiguous() {
+        let lrs = |xs: &[f64]| Value::List(xs.iter().map(|x| Value::Float(*x)).collect());
+        let dict = |kv: Vec<(&str, Value)>| {
+            Value::Dict(
+                kv.into_iter()
+                    .map(|(k, v)| (Value::Str(k.into()), v))
+                    .collect(),
+            )
+        };
+        let mut f = Facts::new();
+        scheduler_value_facts(
+            &dict(vec![("base_lrs", lrs(&[1e-3, 1e-3]))]),
+            "s.pt",
+            &mut f,
+        );
+        assert_eq!(f.f64("lr_max"), Some(1e-3));
+        // Groups with different LRs: which one the logs show is unknown.
+        let mut f = Facts::new();
+        scheduler_value_facts(
+            &dict(vec![("base_lrs", lrs(&[1e-5, 1e-3]))]),
+            "s.pt",
+            &mut f,
+        );
+        assert_eq!(f.get("lr_max"), None);
+        // OneCycleLR: base_lrs are max_lr / div_factor.
+        let mut f = Facts::new();
+        let one_cycle = dict(vec![
+            ("base_lrs", lrs(&[4e-5])),
+            ("_schedule_phases", Value::List(Vec::new())),
+        ]);
+        scheduler_value_facts(&one_cycle, "s.pt", &mut f);
+        assert_eq!(f.get("lr_max"), None);
+        // CyclicLR: the top of the cycle.
+        let mut f = Facts::new();
+        let cyclic = dict(vec![("base_lrs", lrs(&[1e-4])), ("max_lrs", lrs(&[1e-2]))]);
+        scheduler_value_facts(&cyclic, "s.pt", &mut f);
+        assert_eq!(f.f64("lr_max"), Some(1e-2));
+    }
+}

@@ -1,0 +1,99 @@
+//! What a file or folder name states: the training step (`checkpoint-N`, `global_stepN`, …),
+//! an explicit distributed rank, whether it is the initial (untrained) weights.
+
+use std::path::Path;
+
+/// Index just past `word` where it starts a token (the character before is not a letter).
+fn token_ends<'a>(n: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
+    n.match_indices(word).filter_map(move |(i, _)| {
+        let before = n.get(..i).and_then(|s| s.chars().next_back());
+        (!before.is_some_and(|c| c.is_ascii_alphabetic())).then_some(i + word.len())
+    })
+}
+
+/// Digits right after `at`, allowing one `-`, `_`, `=` or `.` separator first.
+fn number_at(n: &str, at: usize, seps: &[u8]) -> Option<u64> {
+    let rest = n.get(at..)?;
+    let rest = match rest.as_bytes().first() {
+        Some(b) if seps.contains(b) => rest.get(1..)?,
+        _ => rest,
+    };
+    let digits: &str = rest.get(..rest.bytes().take_while(u8::is_ascii_digit).count())?;
+    if digits.is_empty() {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The training step a file or folder name states: `checkpoint-N`, `global_stepN`,
+/// `step_N` / `step-N` / `stepN`, `epoch=E-step=S`, `iter_N` / `iteration_N`.
+pub fn step_from_name(name: &str) -> Option<u64> {
+    let n = name.to_lowercase();
+    for word in ["checkpoint", "ckpt", "step", "iteration", "iter"] {
+        if let Some(v) = token_ends(&n, word).find_map(|at| number_at(&n, at, b"-_=")) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The distributed rank a file or folder name states explicitly: `rank0`, `rank_1`,
+/// `rank-2`, `….rank3`, `metrics_rank3.jsonl`.
+pub fn rank_from_name(name: &str) -> Option<u32> {
+    let n = name.to_lowercase();
+    let found = token_ends(&n, "rank").find_map(|at| number_at(&n, at, b"-_=."));
+    found.and_then(|v| u32::try_from(v).ok())
+}
+
+pub(crate) fn is_init_name(p: &Path) -> bool {
+    let n = p
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    token_ends(&n, "init").next().is_some() || n.contains("initial") || n.contains("untrained")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_from_names() {
+        for (n, s) in [
+            ("checkpoint-300", Some(300)),
+            ("checkpoint_5", Some(5)),
+            ("global_step1200", Some(1200)),
+            ("step_7", Some(7)),
+            ("step-8", Some(8)),
+            ("step9", Some(9)),
+            ("model_step100.pt", Some(100)),
+            ("epoch=2-step=300.ckpt", Some(300)),
+            ("iter_0001000", Some(1000)),
+            ("iteration-12", Some(12)),
+            ("last.ckpt", None),
+            ("steps_per_epoch", None),
+            ("checkpoint-", None),
+            ("checkpoint-99999999999999999999999", None),
+            ("runs", None),
+            ("events.out.tfevents.1795316046.vm.16510.0", None),
+        ] {
+            assert_eq!(step_from_name(n), s, "{n}");
+        }
+    }
+
+    #[test]
+    fn ranks_only_from_explicit_names() {
+        for (n, r) in [
+            ("events.out.tfevents.1.host.rank1", Some(1)),
+            ("metrics_rank3.jsonl", Some(3)),
+            ("rank-2", Some(2)),
+            ("rank_0", Some(0)),
+            ("RANK4", Some(4)),
+            ("events.out.tfevents.1795316046.vm.16510.0", None),
+            ("frank1", None),
+            ("rank", None),
+        ] {
+            assert_eq!(rank_from_name(n), r, "{n}");
+        }
+    }
+}

@@ -1,0 +1,560 @@
+//! Run discovery: walk a run directory (HF Trainer output, a `checkpoint-N/`, a Lightning
+//! `version_N/`, any folder of logs and checkpoints, or one file), classify every file into an
+//! [`ArtifactKind`]; checkpoints grouped by step (`checkpoints.rs`) and metrics loaded lazily into
+//! one [`MetricSet`] (`load.rs`). Unreadable files are recorded as problems, never fatal. Facts the
+//! artifacts state are extracted in `facts/` (which reads a `Run`); what names say, in `names.rs`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::config::ModelConfig;
+use crate::error::{ReadError, Result};
+use crate::metrics::trainer_state::TrainerState;
+use crate::metrics::MetricSet;
+use crate::names::{rank_from_name, step_from_name};
+
+mod checkpoints;
+mod load;
+
+use checkpoints::group_checkpoints;
+use load::{config_problems, load_metrics, Loaded};
+
+/// Directories deeper than this below the root are not walked.
+pub const MAX_DEPTH: usize = 8;
+/// The walk stops after this many files.
+pub const MAX_FILES: usize = 200_000;
+
+/// What a file is, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArtifactKind {
+    TrainerState,
+    TfEvents,
+    /// Lightning `metrics.csv` or a CSV named like a metric log (`progress.csv`, `*metrics*.csv`).
+    MetricsCsv,
+    Csv,
+    Jsonl,
+    Safetensors,
+    /// A sharded-weights index (`*.safetensors.index.json`, `pytorch_model.bin.index.json`).
+    SafetensorsIndex,
+    /// `.pt .bin .pth .ckpt` state dicts.
+    TorchFile,
+    /// `optimizer.pt`, `optim*.pt`, DeepSpeed `*optim_states.pt`.
+    Optimizer,
+    /// `scheduler.pt`.
+    Scheduler,
+    /// `training_args.bin`.
+    TrainingArgs,
+    RngState,
+    /// `config.json`.
+    ModelConfig,
+    GenerationConfig,
+    SchedulerConfig,
+    AdapterConfig,
+    /// Lightning `hparams.yaml`.
+    HParams,
+    /// A dumped batch: `batch*.safetensors|.pt`, `*batch*.pt`, `inputs*.pt`.
+    Batch,
+    Other,
+}
+
+impl ArtifactKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArtifactKind::TrainerState => "trainer_state",
+            ArtifactKind::TfEvents => "tfevents",
+            ArtifactKind::MetricsCsv => "metrics_csv",
+            ArtifactKind::Csv => "csv",
+            ArtifactKind::Jsonl => "jsonl",
+            ArtifactKind::Safetensors => "safetensors",
+            ArtifactKind::SafetensorsIndex => "safetensors_index",
+            ArtifactKind::TorchFile => "torch_file",
+            ArtifactKind::Optimizer => "optimizer",
+            ArtifactKind::Scheduler => "scheduler",
+            ArtifactKind::TrainingArgs => "training_args",
+            ArtifactKind::RngState => "rng_state",
+            ArtifactKind::ModelConfig => "model_config",
+            ArtifactKind::GenerationConfig => "generation_config",
+            ArtifactKind::SchedulerConfig => "scheduler_config",
+            ArtifactKind::AdapterConfig => "adapter_config",
+            ArtifactKind::HParams => "hparams",
+            ArtifactKind::Batch => "batch",
+            ArtifactKind::Other => "other",
+        }
+    }
+
+    /// Metric logs read by [`Run::metrics`].
+    pub fn is_metrics(self) -> bool {
+        matches!(
+            self,
+            ArtifactKind::TrainerState
+                | ArtifactKind::TfEvents
+                | ArtifactKind::MetricsCsv
+                | ArtifactKind::Csv
+                | ArtifactKind::Jsonl
+        )
+    }
+
+    /// Model weights (a checkpoint's tensors).
+    pub fn is_weights(self) -> bool {
+        matches!(
+            self,
+            ArtifactKind::Safetensors | ArtifactKind::SafetensorsIndex | ArtifactKind::TorchFile
+        )
+    }
+}
+
+impl std::fmt::Display for ArtifactKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn lossy_path<S: serde::Serializer>(p: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
+/// One file of a run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Artifact {
+    #[serde(serialize_with = "lossy_path")]
+    pub path: PathBuf,
+    pub kind: ArtifactKind,
+    /// From the file name, else from the nearest folder name (`checkpoint-300/…`).
+    pub step: Option<u64>,
+    /// From an explicit `rank` in the file or folder names (`…tfevents….rank1`, `rank-2/`).
+    pub rank: Option<u32>,
+    pub bytes: u64,
+}
+
+/// One checkpoint: a `checkpoint-N/`-like folder, or a single `epoch=E-step=S.ckpt`-like file.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct CheckpointDir {
+    pub step: u64,
+    /// The folder, or the file for single-file checkpoints.
+    #[serde(serialize_with = "lossy_path")]
+    pub path: PathBuf,
+    /// `model.safetensors`, the index json of a sharded checkpoint, `pytorch_model.bin`, a
+    /// `.ckpt` … (never optimizer / scheduler / rng / training args / batches).
+    #[serde(serialize_with = "lossy_paths")]
+    pub weights: Vec<PathBuf>,
+    #[serde(serialize_with = "lossy_opt")]
+    pub optimizer: Option<PathBuf>,
+    #[serde(serialize_with = "lossy_opt")]
+    pub scheduler: Option<PathBuf>,
+    #[serde(serialize_with = "lossy_opt")]
+    pub trainer_state: Option<PathBuf>,
+    #[serde(serialize_with = "lossy_opt")]
+    pub config: Option<PathBuf>,
+    #[serde(serialize_with = "lossy_opt")]
+    pub training_args: Option<PathBuf>,
+    /// Step 0 (`checkpoint-0`) or named as the initial weights (`init/`, `model_init.pt`).
+    pub is_init: bool,
+    /// Weights with no step in their names (the run's final model): `step` was inferred from
+    /// the trainer state's global step, else the largest known step + 1.
+    pub is_final: bool,
+    /// No step could be read or inferred (a lone model folder with no trainer state and no
+    /// other checkpoint): `step` is a placeholder 0 that says nothing — in particular not that
+    /// these are the initial weights.
+    pub step_unknown: bool,
+}
+
+fn lossy_paths<S: serde::Serializer>(p: &[PathBuf], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(p.iter().map(|p| p.to_string_lossy()))
+}
+
+fn lossy_opt<S: serde::Serializer>(
+    p: &Option<PathBuf>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => s.serialize_some(&p.to_string_lossy()),
+        None => s.serialize_none(),
+    }
+}
+
+/// A discovered run.
+#[derive(Debug, Default)]
+pub struct Run {
+    pub root: PathBuf,
+    /// Every file found, sorted by path.
+    pub artifacts: Vec<Artifact>,
+    /// Checkpoints ordered by step (init first, final last).
+    pub checkpoints: Vec<CheckpointDir>,
+    /// What the walk could not read or chose to stop at (`<path>: <why>`).
+    pub walk_problems: Vec<String>,
+    metrics: OnceLock<Loaded>,
+    state: OnceLock<Option<TrainerState>>,
+    config_problems: OnceLock<Vec<String>>,
+}
+
+impl Run {
+    /// Discover the run at `path` (a folder or one file). A path that does not exist is an
+    /// error naming it; an empty folder is a run with no artifacts.
+    pub fn discover(path: &Path) -> Result<Run> {
+        let meta = std::fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
+        let mut run = Run {
+            root: path.to_path_buf(),
+            ..Run::default()
+        };
+        let files = if meta.is_dir() {
+            walk(path, &mut run.walk_problems)
+        } else {
+            vec![(path.to_path_buf(), meta.len())]
+        };
+        let base = if meta.is_dir() {
+            path
+        } else {
+            path.parent().unwrap_or(path)
+        };
+        run.artifacts = files
+            .into_iter()
+            .map(|(p, bytes)| artifact(base, p, bytes))
+            .collect();
+        run.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+        run.checkpoints = group_checkpoints(&run);
+        Ok(run)
+    }
+
+    /// A run made of metrics alone (for tests and for callers that read logs themselves).
+    pub fn from_metrics(root: &Path, set: MetricSet) -> Run {
+        let run = Run {
+            root: root.to_path_buf(),
+            ..Run::default()
+        };
+        let _ = run.metrics.set(Loaded {
+            set,
+            problems: Vec::new(),
+        });
+        run
+    }
+
+    pub fn of_kind(&self, kind: ArtifactKind) -> Vec<&Artifact> {
+        self.artifacts.iter().filter(|a| a.kind == kind).collect()
+    }
+
+    /// Dumped batches.
+    pub fn batches(&self) -> Vec<&Artifact> {
+        self.of_kind(ArtifactKind::Batch)
+    }
+
+    /// Config files of every kind (model, generation, scheduler, adapter, hparams).
+    pub fn configs(&self) -> Vec<&Artifact> {
+        self.artifacts
+            .iter()
+            .filter(|a| {
+                matches!(
+                    a.kind,
+                    ArtifactKind::ModelConfig
+                        | ArtifactKind::GenerationConfig
+                        | ArtifactKind::SchedulerConfig
+                        | ArtifactKind::AdapterConfig
+                        | ArtifactKind::HParams
+                )
+            })
+            .collect()
+    }
+
+    /// Every metric series of the run, read once. The root `trainer_state.json` is preferred,
+    /// else the newest checkpoint's; TensorBoard files in one folder are merged as TensorBoard
+    /// does; a series carried by both the trainer state and TensorBoard is kept once.
+    pub fn metrics(&self) -> &MetricSet {
+        &self.loaded().set
+    }
+
+    fn loaded(&self) -> &Loaded {
+        self.metrics.get_or_init(|| load_metrics(self))
+    }
+
+    /// One line per file that could not be read: `<file>: <why>`.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = self.walk_problems.clone();
+        out.extend(self.loaded().problems.iter().cloned());
+        out.extend(
+            self.config_problems
+                .get_or_init(|| config_problems(self))
+                .iter()
+                .cloned(),
+        );
+        out
+    }
+
+    /// The trainer state file used: the root one, else the newest checkpoint's.
+    pub fn trainer_state_path(&self) -> Option<&Path> {
+        let states = self.of_kind(ArtifactKind::TrainerState);
+        let base = self.base();
+        states
+            .iter()
+            .find(|a| a.path.parent() == Some(base))
+            .or_else(|| {
+                states
+                    .iter()
+                    .max_by_key(|a| (a.step, std::cmp::Reverse(a.path.components().count())))
+            })
+            .map(|a| a.path.as_path())
+    }
+
+    /// The parsed trainer state (see [`Run::trainer_state_path`]), read once.
+    pub fn trainer_state(&self) -> Option<&TrainerState> {
+        self.state
+            .get_or_init(|| {
+                self.trainer_state_path()
+                    .and_then(|p| TrainerState::read(p).ok())
+            })
+            .as_ref()
+    }
+
+    /// The model config: the root `config.json`, else the newest checkpoint's, else the
+    /// shallowest one found.
+    pub fn model_config(&self) -> Option<(PathBuf, ModelConfig)> {
+        let base = self.base();
+        let configs = self.of_kind(ArtifactKind::ModelConfig);
+        let root = configs
+            .iter()
+            .find(|a| a.path.parent() == Some(base))
+            .map(|a| a.path.clone());
+        let newest = || self.checkpoints.iter().rev().find_map(|c| c.config.clone());
+        let shallowest = || {
+            configs
+                .iter()
+                .min_by_key(|a| a.path.components().count())
+                .map(|a| a.path.clone())
+        };
+        let path = root.or_else(newest).or_else(shallowest)?;
+        ModelConfig::read(&path).ok().map(|c| (path, c))
+    }
+
+    /// The largest step the run reached: metrics, trainer state, checkpoints.
+    pub fn max_step(&self) -> Option<u64> {
+        let m = self.metrics().max_step();
+        let t = self.trainer_state().and_then(|t| t.global_step);
+        let c = self.checkpoints.iter().map(|c| c.step).max();
+        [m, t, c].into_iter().flatten().max()
+    }
+
+    /// The folder file names are relative to (the root, or a single file's folder).
+    pub(crate) fn base(&self) -> &Path {
+        if self.root.is_file() {
+            self.root.parent().unwrap_or(&self.root)
+        } else {
+            &self.root
+        }
+    }
+}
+
+/// Walk `root` depth-first: hidden entries skipped, symlinked folders followed once (no loops),
+/// depth and file count capped. Returns (path, bytes), unsorted.
+fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    if let Ok(c) = std::fs::canonicalize(root) {
+        seen.insert(c);
+    }
+    let mut stack = vec![(root.to_path_buf(), 0usize)];
+    let mut deep_noted = false;
+    while let Some((dir, depth)) = stack.pop() {
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) => {
+                problems.push(ReadError::io(&dir, e).to_string());
+                continue;
+            }
+        };
+        for entry in rd.flatten() {
+            let name = entry.file_name();
+            if name.as_encoded_bytes().first() == Some(&b'.')
+                || name == "__pycache__"
+                || name == "node_modules"
+            {
+                continue;
+            }
+            let path = entry.path();
+            let Ok(ft) = entry.file_type() else { continue };
+            // Follow symlinks to what they point at; a broken link is skipped.
+            let meta = if ft.is_symlink() {
+                match std::fs::metadata(&path) {
+                    Ok(m) => m,
+                    Err(_) => continue,
+                }
+            } else {
+                match entry.metadata() {
+                    Ok(m) => m,
+                    Err(_) => continue,
+                }
+            };
+            if meta.is_dir() {
+                if depth + 1 > MAX_DEPTH {
+                    if !deep_noted {
+                        problems.push(format!(
+                            "{}: deeper than {MAX_DEPTH} folders, not searched",
+                            path.display()
+                        ));
+                        deep_noted = true;
+                    }
+                    continue;
+                }
+                if std::fs::canonicalize(&path).is_ok_and(|c| seen.insert(c)) {
+                    stack.push((path, depth + 1));
+                }
+            } else if meta.is_file() {
+                if out.len() >= MAX_FILES {
+                    problems.push(format!(
+                        "{}: more than {MAX_FILES} files, the rest ignored",
+                        root.display()
+                    ));
+                    return out;
+                }
+                out.push((path, meta.len()));
+            }
+        }
+    }
+    out
+}
+
+fn artifact(base: &Path, path: PathBuf, bytes: u64) -> Artifact {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let kind = classify(&name);
+    // Names from the file up to the root folder's own name.
+    let mut names = vec![name.clone()];
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if let Some(n) = d.file_name() {
+            names.push(n.to_string_lossy().into_owned());
+        }
+        if d == base || !d.starts_with(base) {
+            break;
+        }
+        dir = d.parent();
+    }
+    let step = names.iter().find_map(|n| step_from_name(n));
+    let rank = names.iter().find_map(|n| rank_from_name(n));
+    Artifact {
+        path,
+        kind,
+        step,
+        rank,
+        bytes,
+    }
+}
+
+/// Classify a file by its name.
+pub fn classify(name: &str) -> ArtifactKind {
+    use ArtifactKind as K;
+    let n = name.to_lowercase();
+    match n.as_str() {
+        "trainer_state.json" => return K::TrainerState,
+        "config.json" => return K::ModelConfig,
+        "generation_config.json" => return K::GenerationConfig,
+        "scheduler_config.json" => return K::SchedulerConfig,
+        "adapter_config.json" => return K::AdapterConfig,
+        "hparams.yaml" | "hparams.yml" => return K::HParams,
+        "training_args.bin" => return K::TrainingArgs,
+        "scheduler.pt" | "scheduler.pth" | "scheduler.bin" | "lr_scheduler.pt"
+        | "lr_scheduler.bin" => return K::Scheduler,
+        "scaler.pt" => return K::Other,
+        _ => {}
+    }
+    if n.starts_with("events.out.tfevents") {
+        return K::TfEvents;
+    }
+    let (stem, ext) = match n.rsplit_once('.') {
+        Some((s, e)) => (s, e),
+        None => (n.as_str(), ""),
+    };
+    if stem.starts_with("rng_state") && matches!(ext, "pth" | "pt") {
+        return K::RngState;
+    }
+    if ext == "json"
+        && stem.ends_with(".index")
+        && (stem.contains(".safetensors") || stem.contains(".bin"))
+    {
+        return K::SafetensorsIndex;
+    }
+    let tensor_ext = matches!(ext, "safetensors" | "pt" | "pth" | "bin" | "ckpt");
+    if matches!(ext, "safetensors" | "pt" | "pth")
+        && (stem.starts_with("batch") || stem.starts_with("inputs") || stem.contains("batch"))
+    {
+        return K::Batch;
+    }
+    if tensor_ext
+        && (stem.starts_with("optim")
+            || stem.contains("optim_states")
+            || stem.ends_with("_optimizer"))
+    {
+        return K::Optimizer;
+    }
+    match ext {
+        "safetensors" => K::Safetensors,
+        "pt" | "pth" | "bin" | "ckpt" => K::TorchFile,
+        "csv" | "tsv" => {
+            if ["metric", "progress", "log", "history", "scalars"]
+                .iter()
+                .any(|w| stem.contains(w))
+            {
+                K::MetricsCsv
+            } else {
+                K::Csv
+            }
+        }
+        "jsonl" | "ndjson" => K::Jsonl,
+        "json"
+            if !stem.contains("config")
+                && ["metric", "log", "history", "scalars", "progress"]
+                    .iter()
+                    .any(|w| stem.contains(w)) =>
+        {
+            K::Jsonl
+        }
+        _ => K::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_common_names() {
+        use ArtifactKind as K;
+        for (n, k) in [
+            ("trainer_state.json", K::TrainerState),
+            ("events.out.tfevents.1.vm.2.0", K::TfEvents),
+            ("metrics.csv", K::MetricsCsv),
+            ("data.csv", K::Csv),
+            ("log.jsonl", K::Jsonl),
+            ("metrics.json", K::Jsonl),
+            ("model.safetensors", K::Safetensors),
+            ("model.safetensors.index.json", K::SafetensorsIndex),
+            ("pytorch_model.bin.index.json", K::SafetensorsIndex),
+            ("pytorch_model.bin", K::TorchFile),
+            ("epoch=1-step=10.ckpt", K::TorchFile),
+            ("optimizer.pt", K::Optimizer),
+            (
+                "bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt",
+                K::Optimizer,
+            ),
+            ("scheduler.pt", K::Scheduler),
+            ("training_args.bin", K::TrainingArgs),
+            ("rng_state.pth", K::RngState),
+            ("rng_state_3.pth", K::RngState),
+            ("config.json", K::ModelConfig),
+            ("generation_config.json", K::GenerationConfig),
+            ("scheduler_config.json", K::SchedulerConfig),
+            ("adapter_config.json", K::AdapterConfig),
+            ("hparams.yaml", K::HParams),
+            ("batch.safetensors", K::Batch),
+            ("batch_000.pt", K::Batch),
+            ("train_batch.pt", K::Batch),
+            ("inputs_0.pt", K::Batch),
+            ("tokenizer.json", K::Other),
+            ("README.md", K::Other),
+            ("train_results.json", K::Other),
+        ] {
+            assert_eq!(classify(n), k, "{n}");
+        }
+    }
+}
