@@ -212,6 +212,91 @@ fn lint_rejects_references_to_documents_phases_and_missing_entries() {
 }
 
 #[test]
+fn lint_requires_a_signature_on_every_entry() {
+    let dir = format!(
+        "{}/tests/bad_playbooks/unsigned",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = mlt().args(["lint", &dir]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for want in [
+        "MY1: no `signature`",
+        "MY2: signature has no `shows`",
+        "MY3: signature `none` needs a reason",
+        "MY3: signature is `none` but also",
+        "MY4: signature probe \"init_loss\" cannot name this entry",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+    assert!(
+        !err.contains("MY5"),
+        "a `none` signature with a reason is fine:\n{err}"
+    );
+}
+
+#[test]
+fn coverage_lists_every_entry_with_its_probes_or_the_reason() {
+    let list = json_of(&["list", "--json"]);
+    let ids: Vec<String> = list["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    let probes = json_of(&["probes", "--json"]);
+    let cov = json_of(&["probes", "--coverage", "--json"]);
+    let rows = cov["rows"].as_array().unwrap();
+    let row_ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(row_ids, ids.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert_eq!(cov["unsigned"], 0);
+    let mut counted = 0;
+    for r in rows {
+        let id = r["id"].as_str().unwrap();
+        assert!(!r["shows"].as_str().unwrap().trim().is_empty(), "{id}");
+        match r["state"].as_str().unwrap() {
+            "probed" => {
+                counted += 1;
+                let named = r["probes"].as_array().unwrap().iter().any(|p| {
+                    p["implemented"] == true
+                        && probes["probes"].as_array().unwrap().iter().any(|d| {
+                            d["id"] == p["id"]
+                                && d["entries"].as_array().unwrap().iter().any(|e| e == id)
+                        })
+                });
+                assert!(named, "{id}: no implemented probe names it");
+                assert!(!r["reads"].as_array().unwrap().is_empty(), "{id}");
+            }
+            "no_probe" => assert!(!r["artifacts"].as_array().unwrap().is_empty(), "{id}"),
+            "none" => assert!(r["artifacts"].as_array().unwrap().is_empty(), "{id}"),
+            other => panic!("{id}: state {other}"),
+        }
+    }
+    assert_eq!(cov["probed"], counted);
+}
+
+#[test]
+fn readme_coverage_table_is_the_generated_one() {
+    let out = mlt()
+        .args(["probes", "--coverage", "--markdown"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(format!("{}/README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let start = "<!-- coverage:start (mltriage probes --coverage --markdown) -->\n";
+    let end = "<!-- coverage:end -->";
+    let a = readme.find(start).expect("README has the coverage markers") + start.len();
+    let b = readme[a..].find(end).expect("README has the end marker") + a;
+    assert_eq!(
+        readme[a..b].trim(),
+        table.trim(),
+        "README's coverage table is stale: regenerate it with `mltriage probes --coverage --markdown`"
+    );
+}
+
+#[test]
 fn lint_catches_cycle_unreachable_and_dangling_tree_nodes() {
     let base = format!("{}/tests/bad_trees", env!("CARGO_MANIFEST_DIR"));
     mlt()

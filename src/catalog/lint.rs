@@ -162,6 +162,7 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
                 ));
             }
         }
+        lint_signature(e, cat, &implemented, &mut out);
         if e.domain == super::Domain::Stability && (e.question.is_none() || e.leaves.is_empty()) {
             out.push(err(
                 &e.origin,
@@ -350,6 +351,70 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
         ))
     });
     out
+}
+
+/// Every entry carries a signature: artifacts + what they show (+ the probes that look), or
+/// `none` with the reason. A listed probe must exist and name the entry among its `entries`.
+fn lint_signature(
+    e: &super::Entry,
+    cat: &Catalog,
+    implemented: &HashMap<&str, &ProbeSpec>,
+    out: &mut Vec<Problem>,
+) {
+    let err = |msg: String| Problem {
+        severity: Severity::Error,
+        origin: e.origin.clone(),
+        message: format!("{}: {msg}", e.id),
+    };
+    let Some(sig) = &e.signature else {
+        out.push(err(
+            "no `signature` (what the run's artifacts show when this is the cause, or `none: reason`)"
+                .into(),
+        ));
+        return;
+    };
+    match &sig.none {
+        Some(reason) => {
+            if reason.trim().is_empty() {
+                out.push(err("signature `none` needs a reason".into()));
+            }
+            if !sig.artifacts.is_empty() || sig.shows.is_some() || !sig.probes.is_empty() {
+                out.push(err(
+                    "signature is `none` but also names artifacts, shows or probes".into(),
+                ));
+            }
+        }
+        None => {
+            if sig.artifacts.is_empty() {
+                out.push(err(
+                    "signature names no `artifacts` (metrics | checkpoint | optimizer | batch | config | log) and no `none` reason"
+                        .into(),
+                ));
+            }
+            if sig.shows.as_deref().is_none_or(|s| s.trim().is_empty()) {
+                out.push(err(
+                    "signature has no `shows` (which file, series or tensor, what value)".into(),
+                ));
+            }
+        }
+    }
+    for p in &sig.probes {
+        let names = match (cat.probe(p), implemented.get(p.as_str())) {
+            (Some(def), _) => def.entries.iter().any(|x| x == &e.id),
+            (None, Some(spec)) => spec.entries.contains(&e.id.as_str()),
+            (None, None) => {
+                out.push(err(format!(
+                    "signature probe {p:?} is not defined in probes.yaml"
+                )));
+                continue;
+            }
+        };
+        if !names {
+            out.push(err(format!(
+                "signature probe {p:?} cannot name this entry (it is not among the probe's `entries`)"
+            )));
+        }
+    }
 }
 
 fn lint_tree<'c>(

@@ -1,6 +1,7 @@
 //! The catalog: the playbook (embedded, plus `--playbook DIR` overrides) validated into
 //! entries, probe definitions and tree definitions, looked up by id.
 
+pub mod coverage;
 pub mod lint;
 pub mod load;
 pub mod model;
@@ -12,7 +13,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 pub use load::LoadError;
-pub use model::{Domain, Entry, Origin, ProbeDef, Reference, Threshold, Vocabulary};
+pub use model::{
+    Artifact, Domain, Entry, Origin, ProbeDef, Reference, Signature, Threshold, Vocabulary,
+};
 pub use tree_def::{NodeDef, NodeKind, TreeDef};
 
 /// The loaded catalog.

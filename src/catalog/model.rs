@@ -138,6 +138,9 @@ pub struct Entry {
     pub leaves: Vec<Leaf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
+    /// What a run's artifacts show when this entry is the cause (lint requires one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Signature>,
     #[serde(skip)]
     pub origin: Origin,
 }
@@ -162,5 +165,94 @@ impl Vocabulary {
         for (d, words) in other.cues {
             self.cues.entry(d).or_default().extend(words);
         }
+    }
+}
+/// The kinds of artifact a run leaves behind that a signature can point at.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Artifact {
+    /// Logged scalar series (trainer_state.json, tfevents, metrics.csv, JSONL).
+    Metrics,
+    /// Weights: safetensors, torch .pt/.bin, Lightning .ckpt (one or several).
+    Checkpoint,
+    /// Optimizer state (optimizer.pt: per-parameter state and param_groups).
+    Optimizer,
+    /// A dumped batch (input_ids, labels, attention_mask, pixel_values, latents…).
+    Batch,
+    /// Config files (config.json, scheduler configs, training_args, hparams).
+    Config,
+    /// Captured stdout/stderr of the run (error strings, warnings, timings).
+    Log,
+}
+
+impl Artifact {
+    pub const ALL: [Artifact; 6] = [
+        Artifact::Metrics,
+        Artifact::Checkpoint,
+        Artifact::Optimizer,
+        Artifact::Batch,
+        Artifact::Config,
+        Artifact::Log,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Artifact::Metrics => "metrics",
+            Artifact::Checkpoint => "checkpoint",
+            Artifact::Optimizer => "optimizer",
+            Artifact::Batch => "batch",
+            Artifact::Config => "config",
+            Artifact::Log => "log",
+        }
+    }
+
+    /// The artifact kind a probe input (`metrics:loss`, `checkpoint`, `batch:labels`) reads;
+    /// `None` for facts and other non-artifact inputs.
+    pub fn of_input(input: &str) -> Option<Artifact> {
+        let head = input.split([':', '(', ' ']).next().unwrap_or(input);
+        let head = head.trim().trim_end_matches('s');
+        match head {
+            "metric" => Some(Artifact::Metrics),
+            "checkpoint" | "weight" | "model" => Some(Artifact::Checkpoint),
+            "optimizer" => Some(Artifact::Optimizer),
+            "batch" => Some(Artifact::Batch),
+            "config" | "adapter_config" | "scheduler" => Some(Artifact::Config),
+            "trainer_state" => Some(Artifact::Metrics),
+            "log" => Some(Artifact::Log),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Artifact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An entry's signature: either the artifacts that show the cause, what they show and the
+/// probes that look for it, or `none` with the reason no artifact can show it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signature {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+    /// Which file, series / tensor / buffer, and what value or shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shows: Option<String>,
+    /// Probes that can name this entry from that evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<String>,
+    /// Why no artifact shows this cause (only visible in code, at inference, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub none: Option<String>,
+}
+
+impl Signature {
+    /// True when the signature points at run artifacts (not `none`).
+    pub fn has_artifacts(&self) -> bool {
+        self.none.is_none() && !self.artifacts.is_empty()
     }
 }

@@ -182,6 +182,28 @@ pub fn render_entry(cat: &Catalog, e: &Entry, st: &Style) -> String {
             s.push_str(&format!("  • {k}\n"));
         }
     }
+    if let Some(sig) = &e.signature {
+        s.push_str(&format!("{}\n", st.cyan("What the run shows")));
+        match &sig.none {
+            Some(why) => s.push_str(&wrap(
+                &format!("nothing in the artifacts: {why}"),
+                st.width,
+                "  ",
+            )),
+            None => {
+                let arts: Vec<&str> = sig.artifacts.iter().map(|a| a.as_str()).collect();
+                s.push_str(&wrap(
+                    &format!(
+                        "[{}] {}",
+                        arts.join(", "),
+                        sig.shows.as_deref().unwrap_or("")
+                    ),
+                    st.width,
+                    "  ",
+                ));
+            }
+        }
+    }
     let checks: Vec<_> = cat.probes_for_entry(&e.id).collect();
     if !checks.is_empty() {
         s.push_str(&format!("{}\n", st.cyan("Checks mltriage runs")));

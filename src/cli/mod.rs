@@ -114,6 +114,13 @@ pub enum Command {
     Probes {
         #[arg(long)]
         json: bool,
+        /// Instead: every entry, the probes that can name it and the artifacts they read;
+        /// entries without one and why.
+        #[arg(long)]
+        coverage: bool,
+        /// With --coverage: the table as Markdown (the README's copy).
+        #[arg(long, requires = "coverage", conflicts_with = "json")]
+        markdown: bool,
     },
     /// List the symptom trees.
     Trees {
@@ -305,9 +312,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &style,
             )
         }
-        Some(Command::Probes { json }) => {
+        Some(Command::Probes {
+            json,
+            coverage,
+            markdown,
+        }) => {
             let cat = load_catalog(&cli)?;
-            run_cmds::probes_cmd(&cat, *json, &style)
+            if *coverage {
+                run_cmds::coverage_cmd(&cat, *json, *markdown, &style)
+            } else {
+                run_cmds::probes_cmd(&cat, *json, &style)
+            }
         }
         Some(Command::Trees { json }) => {
             let cat = load_catalog(&cli)?;

@@ -323,3 +323,78 @@ pub fn probes_cmd(cat: &Catalog, json: bool, st: &Style) -> anyhow::Result<ExitC
     emit(&s);
     Ok(0)
 }
+
+/// `probes --coverage`: every entry × the probes that can name it × what they read.
+pub fn coverage_cmd(
+    cat: &Catalog,
+    json: bool,
+    markdown: bool,
+    st: &Style,
+) -> anyhow::Result<ExitCode> {
+    use crate::catalog::coverage::{self, CoverageState};
+    let cov = coverage::coverage(cat, mltriage_probes::probes::all());
+    if json {
+        emit_json(&serde_json::to_value(&cov)?);
+        return Ok(0);
+    }
+    if markdown {
+        emit(&coverage::markdown(&cov));
+        return Ok(0);
+    }
+    let mut s = String::new();
+    for r in &cov.rows {
+        let head = format!("{:<6}", r.id);
+        match r.state {
+            CoverageState::Probed => {
+                let probes: Vec<String> = r
+                    .probes
+                    .iter()
+                    .filter(|p| p.implemented)
+                    .map(|p| p.id.clone())
+                    .collect();
+                let reads: Vec<&str> = r.reads.iter().map(|a| a.as_str()).collect();
+                s.push_str(&format!(
+                    "{} {}  {}\n",
+                    st.bold(&head),
+                    probes.join(", "),
+                    st.dim(&format!("reads {}", reads.join(", ")))
+                ));
+            }
+            CoverageState::NoProbe => {
+                let arts: Vec<&str> = r.artifacts.iter().map(|a| a.as_str()).collect();
+                s.push_str(&format!(
+                    "{} {}  {}\n",
+                    st.bold(&head),
+                    st.dim("no probe yet"),
+                    st.dim(&format!("({})", arts.join(", ")))
+                ));
+                s.push_str(&wrap(&r.shows, st.width, "       "));
+            }
+            CoverageState::NoSignal => {
+                s.push_str(&format!("{} {}\n", st.bold(&head), st.dim("none")));
+                s.push_str(&wrap(&r.shows, st.width, "       "));
+            }
+            CoverageState::Unsigned => {
+                s.push_str(&format!(
+                    "{} {}\n",
+                    st.bold(&head),
+                    "no signature (lint error)"
+                ));
+            }
+        }
+    }
+    s.push_str(&format!(
+        "\n{} entries: {} named by a probe, {} with an artifact signature but no probe yet, {} that no artifact shows{}\n",
+        cov.entries,
+        cov.probed,
+        cov.no_probe,
+        cov.none,
+        if cov.unsigned > 0 {
+            format!(", {} without a signature", cov.unsigned)
+        } else {
+            String::new()
+        }
+    ));
+    emit(&s);
+    Ok(0)
+}

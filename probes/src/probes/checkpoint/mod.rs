@@ -7,6 +7,7 @@
 use crate::probe::ProbeSpec;
 
 pub mod bn_drift;
+pub mod counter_reset;
 pub mod ema_weights;
 pub mod frozen_drift;
 pub mod head_shape;
@@ -29,6 +30,7 @@ pub const SPECS: &[ProbeSpec] = &[
     identical_tensors::IDENTICAL_TENSORS,
     frozen_drift::FROZEN_DRIFT,
     bn_drift::BN_DRIFT,
+    counter_reset::COUNTER_RESET,
     ema_weights::EMA_WEIGHTS,
     tower_freeze::TOWER_FREEZE,
     projector_dim::PROJECTOR_DIM,

@@ -8,7 +8,7 @@ use crate::probes::util::*;
 
 /// Whether the run trains a classifier head: the `task` fact says so, or config.json's
 /// `architectures` (the `architectures` fact) names a classification head.
-fn is_classifier(ctx: &ProbeCtx) -> bool {
+pub(super) fn is_classifier(ctx: &ProbeCtx) -> bool {
     let task = ctx
         .facts
         .get("task")

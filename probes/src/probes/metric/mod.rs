@@ -9,6 +9,7 @@ pub mod grad_norm;
 pub mod grad_scaler;
 pub mod init_loss;
 pub mod loss;
+pub mod loss_floor;
 pub mod lr;
 pub mod rl;
 pub mod seed_spread;
@@ -28,6 +29,7 @@ pub const SPECS: &[ProbeSpec] = &[
     loss::LOSS_TREND,
     loss::VAL_GAP,
     loss::LOSS_DEGENERATE,
+    loss_floor::LOSS_FLOOR,
     grad_scaler::GRAD_SCALER,
     rl::DPO_HEALTH,
     rl::PPO_HEALTH,

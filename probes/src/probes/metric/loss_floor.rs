@@ -1,0 +1,340 @@
+//! `loss_floor` (O16, O12, O13): loss values a healthy run cannot produce — a cross-entropy
+//! below 0, a classifier loss pressed against the double-softmax floor ln(1 + (C−1)/e), or a
+//! loss of exactly 100 (BCELoss clamps log(0) at −100).
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use super::init_loss::is_classifier;
+use super::need;
+use crate::probes::util::*;
+
+pub(super) const LOSS_FLOOR: ProbeSpec = ProbeSpec {
+    id: "loss_floor",
+    entries: &["O16", "O12", "O13"],
+    inputs: &["metrics:loss", "fact:num_classes|vocab_size", "fact:phase"],
+    params: &[
+        "neg_tol",
+        "min_points",
+        "tail_frac",
+        "near_floor",
+        "start_frac",
+        "flat_frac",
+        "clamp_value",
+        "clamp_tol",
+    ],
+    outcomes: &["pass", "negative", "softmax_floor", "bce_clamp", "skip"],
+    run: loss_floor,
+};
+
+/// Phases and series whose "loss" is not a cross-entropy (policy-gradient objectives can go
+/// below zero by design).
+fn rl_like(ctx: &ProbeCtx) -> bool {
+    let phase = ctx
+        .facts
+        .get("phase")
+        .map(|p| p.to_ascii_lowercase())
+        .unwrap_or_default();
+    if ["ppo", "grpo", "rloo", "rl", "reinforce", "online_dpo"]
+        .iter()
+        .any(|p| phase == *p)
+    {
+        return true;
+    }
+    ctx.run.metrics().names().iter().any(|n| {
+        let n = n.to_ascii_lowercase();
+        n == "kl" || n.starts_with("objective/") || n.contains("reward") || n.contains("advantage")
+    })
+}
+
+pub fn loss_floor(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (neg_tol, min_points, tail_frac, near, start_frac, flat_frac, clamp, clamp_tol) = (
+        p!(ctx, "O16", "neg_tol"),
+        p!(ctx, "O16", "min_points"),
+        p!(ctx, "O16", "tail_frac"),
+        p!(ctx, "O16", "near_floor"),
+        p!(ctx, "O16", "start_frac"),
+        p!(ctx, "O16", "flat_frac"),
+        p!(ctx, "O16", "clamp_value"),
+        p!(ctx, "O16", "clamp_tol"),
+    );
+    let s = match need(ctx, "loss", "O16") {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let fin: Vec<(u64, f64)> = s
+        .points
+        .iter()
+        .filter(|p| p.value.is_finite())
+        .map(|p| (p.step, p.value))
+        .collect();
+    if fin.is_empty() {
+        return vec![Verdict::skip("O16", "no finite loss values")];
+    }
+    let (a, b) = (fin[0].1, fin[fin.len() - 1].0);
+    let first_step = fin[0].0;
+    let mut out = Vec::new();
+
+    // O13: BCELoss clamps log at −100, so a batch where every target is saturated the wrong
+    // way logs exactly 100.
+    let clamped: Vec<u64> = fin
+        .iter()
+        .filter(|(_, v)| (v - clamp).abs() <= clamp_tol * clamp)
+        .map(|(st, _)| *st)
+        .collect();
+    if let Some(&at) = clamped.first() {
+        out.push(
+            Verdict::new("O13", Status::Fail, "bce_clamp")
+                .measured(format!(
+                    "loss = {} exactly at {} logged step(s), first at step {at}",
+                    fmt(clamp),
+                    clamped.len()
+                ))
+                .expected(format!("never exactly {} (BCELoss clamps log(0) at −100)", fmt(clamp)))
+                .message("sigmoid + BCELoss saturated: probabilities of exactly 0/1 hit the −100 log clamp — use BCEWithLogitsLoss on the raw logits (pos_weight for imbalance)")
+                .evidence(series_evidence(s, at, *clamped.last().unwrap_or(&at)))
+                .value("clamped_points", clamped.len() as f64),
+        );
+    }
+
+    let classes = ctx.facts.u64("num_classes").filter(|c| *c > 1);
+    let categorical =
+        classes.is_some() || ctx.facts.u64("vocab_size").is_some() || is_classifier(ctx);
+    if !categorical || rl_like(ctx) {
+        if out.is_empty() {
+            out.push(Verdict::skip(
+                "O16",
+                if categorical {
+                    "an RL objective (phase / reward or KL series) may be negative: no floor to judge"
+                } else {
+                    "needs fact num_classes or vocab_size to know the loss is a cross-entropy"
+                },
+            ));
+        }
+        return out;
+    }
+
+    // O16: a cross-entropy over log-probabilities is never below 0.
+    let (min_step, min_v) =
+        fin.iter()
+            .copied()
+            .fold((0, f64::INFINITY), |m, p| if p.1 < m.1 { p } else { m });
+    if min_v < -neg_tol {
+        let negs = fin.iter().filter(|p| p.1 < -neg_tol).count();
+        out.insert(
+            0,
+            Verdict::new("O16", Status::Fail, "negative")
+                .measured(format!(
+                    "loss {} at step {min_step} ({negs} logged point(s) below 0)",
+                    fmt(min_v)
+                ))
+                .expected("a cross-entropy / NLL is ≥ 0")
+                .message("the loss went below zero: NLLLoss was given probabilities or raw logits instead of log_softmax outputs — use CrossEntropyLoss on logits (or NLLLoss(log_softmax(x)))")
+                .evidence(series_evidence(s, min_step, min_step))
+                .value("min_loss", min_v),
+        );
+        return out;
+    }
+
+    // O12: with softmax applied before CrossEntropyLoss, inputs are in [0, 1], so each
+    // example's loss is at least ln(1 + (C−1)/e): the curve falls from ln C and stops there.
+    let Some(c) = classes else {
+        if out.is_empty() {
+            out.push(
+                Verdict::new("O16", Status::Pass, "pass")
+                    .measured(format!("lowest loss {} at step {min_step}", fmt(min_v)))
+                    .expected("≥ 0 and never exactly 100")
+                    .message("no impossible loss values (double-softmax floor not judged: needs fact num_classes)")
+                    .evidence(series_evidence(s, first_step, b)),
+            );
+        }
+        return out;
+    };
+    let c = c as f64;
+    let (ln_c, floor) = (c.ln(), (1.0 + (c - 1.0) / std::f64::consts::E).ln());
+    let room = ln_c - floor;
+    let n = fin.len();
+    if (n as f64) < min_points {
+        if out.is_empty() {
+            out.push(Verdict::skip(
+                "O12",
+                format!("too few loss points ({n}, need {min_points}) to judge a floor"),
+            ));
+        }
+        return out;
+    }
+    let k = ((n as f64 * tail_frac).ceil() as usize).clamp(1, n);
+    let tail: Vec<f64> = fin[n - k..].iter().map(|p| p.1).collect();
+    let tail_mean = mean(&tail).unwrap_or(f64::NAN);
+    let half = k / 2;
+    let drift = if half >= 1 {
+        mean(&tail[..half]).unwrap_or(0.0) - mean(&tail[half..]).unwrap_or(0.0)
+    } else {
+        0.0
+    };
+    let started_high = a >= floor + start_frac * room;
+    let above = min_v >= floor - neg_tol.max(1e-6 * floor);
+    let hugging = tail_mean <= floor + near * room;
+    let flat = drift.abs() <= flat_frac * room;
+    let measured = format!(
+        "lowest loss {} (step {min_step}), last {k} points mean {}; floor ln(1+(C−1)/e) = {} for C = {c}, ln C = {}",
+        fmt(min_v),
+        fmt(tail_mean),
+        fmt(floor),
+        fmt(ln_c)
+    );
+    if started_high && above && hugging && flat {
+        out.insert(
+            0,
+            Verdict::new("O12", Status::Fail, "softmax_floor")
+                .measured(measured)
+                .expected(format!("a healthy classifier goes below {} on its easy batches", fmt(floor)))
+                .message("the loss fell from ln C and stopped on the double-softmax floor, never crossing it: the model's outputs are already probabilities — drop the softmax before CrossEntropyLoss (it applies log_softmax itself)")
+                .evidence(series_evidence(s, fin[n - k].0, b))
+                .value("floor", floor)
+                .value("min_loss", min_v)
+                .value("tail_mean", tail_mean),
+        );
+    } else if out.is_empty() {
+        out.push(
+            Verdict::new("O12", Status::Pass, "pass")
+                .measured(measured)
+                .expected(format!(
+                    "≥ 0, never exactly 100, not pinned at {}",
+                    fmt(floor)
+                ))
+                .message("no impossible loss values")
+                .evidence(series_evidence(s, first_step, b))
+                .value("floor", floor)
+                .value("min_loss", min_v),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::Params;
+    use crate::probes::metric::tests::{ask, run_with, thresholds};
+
+    fn params() -> Params {
+        thresholds("loss_floor")
+    }
+
+    /// Deterministic jitter in [-1, 1].
+    fn jitter(i: u64) -> f64 {
+        ((i.wrapping_mul(2654435761) % 1000) as f64 / 500.0) - 1.0
+    }
+
+    #[test]
+    fn negative_loss_names_nll_on_probabilities_and_healthy_twin_passes() {
+        // NLLLoss on softmax outputs: −p_y falls from −0.1 toward −1.
+        let bad: Vec<(u64, f64)> = (1..=100)
+            .map(|i| (i, -0.1 - 0.8 * (i as f64 / 100.0)))
+            .collect();
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", bad)]),
+            &["num_classes=10"],
+            params(),
+        );
+        assert_eq!(
+            (v.entry.as_str(), v.status, v.outcome.as_str()),
+            ("O16", Status::Fail, "negative")
+        );
+        let good: Vec<(u64, f64)> = (1..=100)
+            .map(|i| {
+                (
+                    i,
+                    2.3 * (-(i as f64) / 30.0).exp() + 0.05 + 0.02 * jitter(i),
+                )
+            })
+            .collect();
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", good)]),
+            &["num_classes=10"],
+            params(),
+        );
+        assert_eq!(v.status, Status::Pass, "{v:?}");
+    }
+
+    #[test]
+    fn double_softmax_floor_is_named_and_a_slow_healthy_run_is_not() {
+        let c = 10f64;
+        let floor = (1.0 + (c - 1.0) / std::f64::consts::E).ln();
+        // Falls from ln 10 and presses on the floor, with noise only above it.
+        let bad: Vec<(u64, f64)> = (1..=200)
+            .map(|i| {
+                let x = floor + (c.ln() - floor) * (-(i as f64) / 20.0).exp();
+                (i, x + 0.01 * jitter(i).abs())
+            })
+            .collect();
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", bad)]),
+            &["num_classes=10"],
+            params(),
+        );
+        assert_eq!(
+            (v.entry.as_str(), v.status, v.outcome.as_str()),
+            ("O12", Status::Fail, "softmax_floor"),
+            "{v:?}"
+        );
+        // A healthy run that plateaus at the same level but with batch noise crossing it.
+        let twin: Vec<(u64, f64)> = (1..=200)
+            .map(|i| {
+                let x = floor + (c.ln() - floor) * (-(i as f64) / 20.0).exp();
+                (i, x + 0.1 * jitter(i))
+            })
+            .collect();
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", twin)]),
+            &["num_classes=10"],
+            params(),
+        );
+        assert_eq!(v.status, Status::Pass, "{v:?}");
+        // A healthy run that goes well below the floor.
+        let deep: Vec<(u64, f64)> = (1..=200)
+            .map(|i| (i, 0.2 + (c.ln() - 0.2) * (-(i as f64) / 30.0).exp()))
+            .collect();
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", deep)]),
+            &["num_classes=10"],
+            params(),
+        );
+        assert_eq!(v.status, Status::Pass, "{v:?}");
+    }
+
+    #[test]
+    fn bce_clamp_at_100_is_named_without_any_fact() {
+        let mut pts: Vec<(u64, f64)> = (1..=50).map(|i| (i, 0.7 - 0.005 * i as f64)).collect();
+        pts.extend((51..=60).map(|i| (i, 100.0)));
+        let v = ask(loss_floor, &run_with(&[("loss", pts)]), &[], params());
+        assert_eq!(
+            (v.entry.as_str(), v.status, v.outcome.as_str()),
+            ("O13", Status::Fail, "bce_clamp")
+        );
+        let good: Vec<(u64, f64)> = (1..=60).map(|i| (i, 0.7 - 0.005 * i as f64)).collect();
+        let v = ask(loss_floor, &run_with(&[("loss", good)]), &[], params());
+        assert_eq!(
+            v.status,
+            Status::Skip,
+            "no fact: the floor questions cannot be judged"
+        );
+    }
+
+    #[test]
+    fn rl_objectives_may_be_negative() {
+        let pts: Vec<(u64, f64)> = (1..=50).map(|i| (i, -0.05 * jitter(i))).collect();
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", pts), ("kl", (1..=50).map(|i| (i, 0.01)).collect())]),
+            &["vocab_size=50257"],
+            params(),
+        );
+        assert_eq!(v.status, Status::Skip, "{v:?}");
+    }
+}
