@@ -939,7 +939,7 @@ fn item07_15_safetensors_headers_and_bad_sharded_indexes_are_refused() {
 /// Playbook overlays: the YAML budget, walks of the playbook folder, validation on load.
 fn yaml_cases(d: &Path) -> Vec<Case> {
     let mut v = Vec::new();
-    let entry = "entries:\n  - {id: U1, domain: llm, title: t, symptom: s, cause: c, fix: f}\n";
+    let entry = "entries:\n  - {id: U1, domain: llm, title: t, symptom: s, cause: c, fix: f, signature: {none: n}}\n";
     let mut pb =
         |name: &str, make: &dyn Fn(&Path), codes: &'static [i32], needle: Option<&'static str>| {
             let dir = d.join("pb").join(name);
@@ -1070,7 +1070,7 @@ fn yaml_cases(d: &Path) -> Vec<Case> {
     pb(
         "refers_to_builtins",
         &|dir| {
-            write(&dir.join("e.yaml"), "entries:\n  - {id: U2, domain: llm, title: t, symptom: s, cause: c, fix: f, see_also: [O1, L1], probes: [init_loss]}\n")
+            write(&dir.join("e.yaml"), "entries:\n  - {id: U2, domain: llm, title: t, symptom: s, cause: c, fix: f, see_also: [O1, L1], probes: [init_loss], signature: {none: n}}\n")
         },
         &[0],
         None,
@@ -1078,7 +1078,7 @@ fn yaml_cases(d: &Path) -> Vec<Case> {
     pb(
         "dangling_reference",
         &|dir| {
-            write(&dir.join("e.yaml"), "entries:\n  - {id: U3, domain: llm, title: t, symptom: s, cause: c, fix: f, see_also: [NOPE9]}\n")
+            write(&dir.join("e.yaml"), "entries:\n  - {id: U3, domain: llm, title: t, symptom: s, cause: c, fix: f, see_also: [NOPE9], signature: {none: n}}\n")
         },
         &[2],
         Some("NOPE9"),

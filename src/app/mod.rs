@@ -272,6 +272,10 @@ impl App {
             }
             Event::Resize(..) => true,
             Event::Paste(text) => {
+                // Like a key, a paste closes the first-run hint and then acts.
+                if self.overlay == Overlay::FirstRun {
+                    self.overlay = Overlay::None;
+                }
                 if self.overlay == Overlay::None
                     && matches!(self.screen, Screen::Search | Screen::Home)
                 {

@@ -367,10 +367,22 @@ fn lint_signature(
         message: format!("{}: {msg}", e.id),
     };
     let Some(sig) = &e.signature else {
-        out.push(err(
-            "no `signature` (what the run's artifacts show when this is the cause, or `none: reason`)"
-                .into(),
-        ));
+        // The shipped catalog must sign every entry (an error); a user's own overlay entry
+        // without one still loads, and lint says what is missing (a warning), so lint and
+        // `--playbook DIR` keep agreeing.
+        let shipped = super::load::embedded_files()
+            .any(|f| e.origin.file == std::path::Path::new("playbook").join(f));
+        out.push(Problem {
+            severity: if shipped {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
+            ..err(
+                "no `signature` (what the run's artifacts show when this is the cause, or `none: reason`)"
+                    .into(),
+            )
+        });
         return;
     };
     match &sig.none {
