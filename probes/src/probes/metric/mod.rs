@@ -11,6 +11,8 @@ pub mod init_loss;
 pub mod loss;
 pub mod loss_floor;
 pub mod lr;
+#[cfg(test)]
+mod probe_tests;
 pub mod rl;
 pub mod seed_spread;
 #[cfg(test)]

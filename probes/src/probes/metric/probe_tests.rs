@@ -1,0 +1,319 @@
+//! Metric-probe tests, part two: init loss, LR schedule shapes, warm-up peak and grad-norm bands
+//! (helpers shared with `tests.rs`).
+
+use super::tests::*;
+use super::{grad_norm::*, grad_scaler::*, init_loss::*, loss::*, lr::*, rl::*};
+use crate::device::Compute;
+use crate::facts::Facts;
+use crate::probe::{ProbeCtx, Status};
+
+#[test]
+fn init_loss_against_ln_v() {
+    let p = thresholds("init_loss");
+    let healthy = run_with(&[("loss", vec![(1, 6.3), (2, 6.2)])]);
+    assert_eq!(
+        ask(init_loss, &healthy, &["vocab_size=512"], p.clone()).status,
+        Status::Pass
+    );
+    let bad = run_with(&[("loss", vec![(1, 28.7)])]);
+    let v = ask(init_loss, &bad, &["vocab_size=512"], p.clone());
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "high"));
+    assert!((v.values["ln_v"] - 512f64.ln()).abs() < 1e-9);
+    let classes = run_with(&[("loss", vec![(1, 2.31)])]);
+    assert_eq!(
+        ask(init_loss, &classes, &["num_classes=10"], p.clone()).status,
+        Status::Pass
+    );
+    assert_eq!(
+        ask(init_loss, &classes, &[], p.clone()).status,
+        Status::Skip,
+        "needs vocab_size"
+    );
+    let late = run_with(&[("loss", vec![(500, 2.0)])]);
+    assert_eq!(
+        ask(init_loss, &late, &["vocab_size=512"], p.clone()).status,
+        Status::Skip
+    );
+    let nan_first = run_with(&[("loss", vec![(1, f64::NAN), (2, 6.2)])]);
+    assert_eq!(
+        ask(init_loss, &nan_first, &["vocab_size=512"], p).status,
+        Status::Pass
+    );
+}
+
+#[test]
+fn lr_schedule_shapes() {
+    // HF warmup + cosine, LR 0.0 at step 1: healthy, fits the declared curve.
+    let hf: Vec<(u64, f64)> = (1..=300)
+        .map(|t| (t, warmup_cosine(t, 30.0, 300.0, 1e-3)))
+        .collect();
+    let r = run_with(&[("learning_rate", hf)]);
+    let v = ask(
+        lr_schedule,
+        &r,
+        &["schedule=warmup_cosine", "warmup_steps=30", "lr_max=0.001"],
+        lr_params(),
+    );
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    assert_eq!(ask(lr_schedule, &r, &[], lr_params()).status, Status::Pass);
+    // Never stepped: constant at lr_max / W.
+    let flat = run_with(&[("learning_rate", (1..=300).map(|t| (t, 3.3e-5)).collect())]);
+    let v = ask(
+        lr_schedule,
+        &flat,
+        &["schedule=warmup_cosine", "warmup_steps=30"],
+        lr_params(),
+    );
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "constant_nonzero")
+    );
+    // Constant with no declared schedule is healthy.
+    assert_eq!(
+        ask(lr_schedule, &flat, &[], lr_params()).status,
+        Status::Pass
+    );
+    // Constant zero always fails.
+    let zero = run_with(&[("learning_rate", (1..=50).map(|t| (t, 0.0)).collect())]);
+    assert_eq!(
+        ask(lr_schedule, &zero, &[], lr_params()).outcome,
+        "constant_zero"
+    );
+    // Step decay declared as cosine: jumps.
+    let step: Vec<(u64, f64)> = (1..=300)
+        .map(|t| {
+            (
+                t,
+                if t < 100 {
+                    1e-3
+                } else if t < 200 {
+                    1e-4
+                } else {
+                    1e-5
+                },
+            )
+        })
+        .collect();
+    let v = ask(
+        lr_schedule,
+        &run_with(&[("learning_rate", step.clone())]),
+        &["schedule=warmup_cosine"],
+        lr_params(),
+    );
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "jumps"));
+    assert_eq!(
+        ask(
+            lr_schedule,
+            &run_with(&[("learning_rate", step)]),
+            &["schedule=step"],
+            lr_params()
+        )
+        .status,
+        Status::Pass
+    );
+    // One point, NaN only, missing series: never a panic.
+    assert_eq!(
+        ask(
+            lr_schedule,
+            &run_with(&[("learning_rate", vec![(1, f64::NAN)])]),
+            &[],
+            lr_params()
+        )
+        .status,
+        Status::Skip
+    );
+    assert_eq!(
+        ask(lr_schedule, &run_with(&[]), &[], lr_params()).status,
+        Status::Skip
+    );
+    assert_eq!(
+        ask(
+            lr_schedule,
+            &run_with(&[("learning_rate", vec![(1, 1e-3)])]),
+            &[],
+            lr_params()
+        )
+        .status,
+        Status::Pass
+    );
+}
+
+#[test]
+fn warmup_peak_and_grad_norms() {
+    let hf: Vec<(u64, f64)> = (1..=300)
+        .map(|t| (t, warmup_cosine(t, 30.0, 300.0, 1e-3)))
+        .collect();
+    let p = thresholds("lr_warmup_peak");
+    let v = ask(
+        lr_warmup_peak,
+        &run_with(&[("learning_rate", hf)]),
+        &["warmup_steps=30", "lr_max=0.001"],
+        p.clone(),
+    );
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    let low: Vec<(u64, f64)> = (1..=300).map(|t| (t, 3.3e-5)).collect();
+    assert_eq!(
+        ask(
+            lr_warmup_peak,
+            &run_with(&[("learning_rate", low)]),
+            &["warmup_steps=30", "lr_max=0.001"],
+            p
+        )
+        .outcome,
+        "low"
+    );
+
+    let band = thresholds("grad_norm_band");
+    let hot = run_with(&[("grad_norm", (1..=100).map(|t| (t, 20.0)).collect())]);
+    assert_eq!(ask(grad_norm_band, &hot, &[], band.clone()).outcome, "high");
+    let dead = run_with(&[("grad_norm", (1..=100).map(|t| (t, 1e-4)).collect())]);
+    assert_eq!(ask(grad_norm_band, &dead, &[], band.clone()).outcome, "low");
+    let ok = run_with(&[("grad_norm", (1..=100).map(|t| (t, 1.0)).collect())]);
+    assert_eq!(ask(grad_norm_band, &ok, &[], band).status, Status::Pass);
+
+    let sp = thresholds("grad_norm_spikes");
+    let mut g: Vec<(u64, f64)> = (1..=200).map(|t| (t, 1.0)).collect();
+    g[150].1 = 500.0;
+    assert_eq!(
+        ask(
+            grad_norm_spikes,
+            &run_with(&[("grad_norm", g.clone())]),
+            &[],
+            sp.clone()
+        )
+        .outcome,
+        "once"
+    );
+    for i in [30, 60, 90, 120] {
+        g[i].1 = 300.0;
+    }
+    assert_eq!(
+        ask(grad_norm_spikes, &run_with(&[("grad_norm", g)]), &[], sp).outcome,
+        "many"
+    );
+}
+
+#[test]
+fn loss_trend_gap_and_degenerate_losses() {
+    let tp = thresholds("loss_trend");
+    let falling = run_with(&[(
+        "loss",
+        (1..=300)
+            .map(|t| (t, 6.0 * (-(t as f64) / 150.0).exp() + 2.0))
+            .collect(),
+    )]);
+    assert_eq!(
+        ask(loss_trend, &falling, &[], tp.clone()).status,
+        Status::Pass
+    );
+    let rising = run_with(&[(
+        "loss",
+        (1..=300).map(|t| (t, 2.0 + t as f64 / 100.0)).collect(),
+    )]);
+    assert_eq!(ask(loss_trend, &rising, &[], tp.clone()).outcome, "rising");
+    let crawling = run_with(&[(
+        "loss",
+        (1..=300).map(|t| (t, 6.24 - t as f64 * 0.0005)).collect(),
+    )]);
+    assert_eq!(ask(loss_trend, &crawling, &[], tp.clone()).outcome, "slow");
+    assert_eq!(
+        ask(loss_trend, &run_with(&[("loss", vec![(1, 3.0)])]), &[], tp).status,
+        Status::Skip
+    );
+
+    let gp = thresholds("val_gap");
+    let tr: Vec<(u64, f64)> = (1..=300).map(|t| (t, 2.0)).collect();
+    let over = run_with(&[
+        ("loss", tr.clone()),
+        ("eval_loss", vec![(100, 2.5), (300, 3.5)]),
+    ]);
+    assert_eq!(ask(val_gap, &over, &[], gp.clone()).outcome, "overfit");
+    let leak = run_with(&[("loss", tr.clone()), ("eval_loss", vec![(300, 1.5)])]);
+    assert_eq!(ask(val_gap, &leak, &[], gp.clone()).outcome, "leak");
+    assert_eq!(
+        ask(val_gap, &run_with(&[("loss", tr)]), &[], gp).status,
+        Status::Skip,
+        "no eval rows"
+    );
+
+    let dp = thresholds("loss_degenerate");
+    let zero = run_with(&[("loss", (1..=20).map(|t| (t, 0.0)).collect())]);
+    assert_eq!(ask(loss_degenerate, &zero, &[], dp.clone()).outcome, "zero");
+    let nan = run_with(&[("loss", (1..=20).map(|t| (t, f64::NAN)).collect())]);
+    assert_eq!(ask(loss_degenerate, &nan, &[], dp.clone()).outcome, "nan");
+    let fine = run_with(&[("loss", (1..=20).map(|t| (t, 3.0)).collect())]);
+    assert_eq!(ask(loss_degenerate, &fine, &[], dp).status, Status::Pass);
+}
+
+#[test]
+fn dpo_ppo_scaler_and_baseline_ratio() {
+    let dp = thresholds("dpo_health");
+    let n = 100u64;
+    let healthy = run_with(&[
+        (
+            "rewards/margins",
+            (1..=n).map(|t| (t, t as f64 / 20.0)).collect(),
+        ),
+        (
+            "rewards/accuracies",
+            (1..=n)
+                .map(|t| (t, 0.5 + 0.3 * t as f64 / n as f64))
+                .collect(),
+        ),
+    ]);
+    assert_eq!(
+        ask(dpo_health, &healthy, &[], dp.clone()).status,
+        Status::Pass
+    );
+    let collapse = run_with(&[
+        ("rewards/margins", (1..=n).map(|t| (t, 0.01)).collect()),
+        ("rewards/accuracies", (1..=n).map(|t| (t, 0.5)).collect()),
+        (
+            "logps/chosen",
+            (1..=n).map(|t| (t, -50.0 - t as f64)).collect(),
+        ),
+        (
+            "logps/rejected",
+            (1..=n).map(|t| (t, -50.0 - t as f64)).collect(),
+        ),
+    ]);
+    assert_eq!(ask(dpo_health, &collapse, &[], dp).outcome, "collapse");
+
+    let pp = thresholds("ppo_health");
+    let kl = run_with(&[("kl", (1..=100).map(|t| (t, t as f64)).collect())]);
+    assert_eq!(ask(ppo_health, &kl, &[], pp).outcome, "kl_blowup");
+
+    let sp = thresholds("grad_scaler");
+    let bad = run_with(&[(
+        "loss_scale",
+        (1..=100)
+            .map(|t| (t, 65536.0 / 2f64.powi((t / 5) as i32)))
+            .collect(),
+    )]);
+    assert_eq!(
+        ask(grad_scaler, &bad, &[], sp.clone()).outcome,
+        "collapsing"
+    );
+    let good = run_with(&[("loss_scale", (1..=100).map(|t| (t, 32768.0)).collect())]);
+    assert_eq!(ask(grad_scaler, &good, &[], sp).status, Status::Pass);
+
+    let rp = thresholds("grad_norm_ratio");
+    let run = run_with(&[("grad_norm", (1..=50).map(|t| (t, 8.0)).collect())]);
+    let base = run_with(&[("grad_norm", (1..=50).map(|t| (t, 1.0)).collect())]);
+    let facts = Facts::from_args(&["accum_steps=8"]).unwrap();
+    let c = Compute::cpu();
+    let v = grad_norm_ratio(&ProbeCtx {
+        run: &run,
+        facts: &facts,
+        params: &rp,
+        compute: &c,
+        baseline: Some(&base),
+    })
+    .remove(0);
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "k_times"));
+    assert_eq!(
+        ask(grad_norm_ratio, &run, &[], rp).status,
+        Status::Skip,
+        "needs --baseline"
+    );
+}
