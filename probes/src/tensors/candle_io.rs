@@ -7,7 +7,7 @@ use std::path::Path;
 use candle_core::{DType as C, Device, Tensor};
 
 use super::dtype::{f8e5m2_to_f32, DType};
-use super::stats::{LogHist, TensorStats, HIST_BINS};
+use super::stats::{LogHist, Moments, TensorStats, HIST_BINS};
 use crate::error::{ReadError, Result};
 
 /// Builds a tensor of `shape` on `device` from contiguous little-endian bytes of `dt`.
@@ -152,39 +152,17 @@ impl Part {
     }
 
     fn finish(self) -> TensorStats {
-        let inf = self.count - self.fin - self.nan;
-        if self.fin == 0 {
-            return TensorStats {
-                count: self.count,
-                finite: 0,
-                mean: f64::NAN,
-                std: f64::NAN,
-                min: f64::NAN,
-                max: f64::NAN,
-                absmax: f64::NAN,
-                zeros: self.zeros,
-                nan: self.nan,
-                inf,
-                l2: 0.0,
-                hist: self.hist,
-            };
-        }
-        let n = self.fin as f64;
-        let m2 = self.m2.max(0.0);
-        TensorStats {
+        TensorStats::from_moments(Moments {
             count: self.count,
             finite: self.fin,
+            nan: self.nan,
+            zeros: self.zeros,
             mean: self.mean,
-            std: (m2 / n).sqrt(),
+            m2: self.m2,
             min: self.min,
             max: self.max,
-            absmax: self.min.abs().max(self.max.abs()),
-            zeros: self.zeros,
-            nan: self.nan,
-            inf,
-            l2: (m2 + n * self.mean * self.mean).sqrt(),
             hist: self.hist,
-        }
+        })
     }
 }
 

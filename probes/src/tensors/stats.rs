@@ -83,6 +83,49 @@ pub struct TensorStats {
     pub hist: LogHist,
 }
 
+/// What a streaming accumulator has gathered (Welford mean and M2 over the finite values).
+pub(crate) struct Moments {
+    pub count: u64,
+    pub finite: u64,
+    pub nan: u64,
+    pub zeros: u64,
+    pub mean: f64,
+    pub m2: f64,
+    pub min: f64,
+    pub max: f64,
+    pub hist: LogHist,
+}
+
+impl TensorStats {
+    /// The statistics of gathered moments: NaN figures when no value was finite. The one
+    /// finishing rule of the fused CPU pass and the device path.
+    pub(crate) fn from_moments(m: Moments) -> TensorStats {
+        let inf = m.count - m.finite - m.nan;
+        let n = m.finite as f64;
+        let m2 = m.m2.max(0.0);
+        let none = m.finite == 0;
+        let or_nan = |x: f64| if none { f64::NAN } else { x };
+        TensorStats {
+            count: m.count,
+            finite: m.finite,
+            mean: or_nan(m.mean),
+            std: or_nan((m2 / n).sqrt()),
+            min: or_nan(m.min),
+            max: or_nan(m.max),
+            absmax: or_nan(m.min.abs().max(m.max.abs())),
+            zeros: m.zeros,
+            nan: m.nan,
+            inf,
+            l2: if none {
+                0.0
+            } else {
+                (m2 + n * m.mean * m.mean).sqrt()
+            },
+            hist: m.hist,
+        }
+    }
+}
+
 impl TensorStats {
     /// Fraction of all elements that are exactly zero (0 for an empty tensor).
     pub fn zero_frac(&self) -> f64 {
@@ -160,40 +203,17 @@ impl Acc {
     }
 
     fn finish(self) -> TensorStats {
-        let inf = self.count - self.fin - self.nan;
-        if self.fin == 0 {
-            return TensorStats {
-                count: self.count,
-                finite: 0,
-                mean: f64::NAN,
-                std: f64::NAN,
-                min: f64::NAN,
-                max: f64::NAN,
-                absmax: f64::NAN,
-                zeros: self.zeros,
-                nan: self.nan,
-                inf,
-                l2: 0.0,
-                hist: self.hist,
-            };
-        }
-        let n = self.fin as f64;
-        let m2 = self.m2.max(0.0);
-        let sumsq = m2 + n * self.mean * self.mean;
-        TensorStats {
+        TensorStats::from_moments(Moments {
             count: self.count,
             finite: self.fin,
+            nan: self.nan,
+            zeros: self.zeros,
             mean: self.mean,
-            std: (m2 / n).sqrt(),
+            m2: self.m2,
             min: self.min,
             max: self.max,
-            absmax: self.min.abs().max(self.max.abs()),
-            zeros: self.zeros,
-            nan: self.nan,
-            inf,
-            l2: sumsq.sqrt(),
             hist: self.hist,
-        }
+        })
     }
 }
 
