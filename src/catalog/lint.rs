@@ -260,6 +260,20 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
             ));
         }
     }
+    for t in &cat.vocab.outside {
+        if t.topic.trim().is_empty() || t.phrases.is_empty() {
+            out.push(err(
+                &vocab_origin,
+                format!("outside topic {:?} needs a name and phrases", t.topic),
+            ));
+        }
+        if t.phrases.iter().any(|p| p.trim().is_empty()) {
+            out.push(err(
+                &vocab_origin,
+                format!("outside topic {:?} has a blank phrase", t.topic),
+            ));
+        }
+    }
     for (d, words) in &cat.vocab.cues {
         if words.iter().any(|w| w.trim().is_empty()) {
             out.push(err(
