@@ -320,6 +320,13 @@ fn lint_catches_cycle_unreachable_and_dangling_tree_nodes() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("nowhere"));
+    mlt()
+        .args(["lint", &format!("{base}/warn_to_fail")])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "warn branch \"warn_high\" reaches \"clip\"",
+        ));
 }
 
 #[test]
