@@ -1,6 +1,6 @@
 //! `check` and `inspect` over every run of the field corpus (tests/field: runs written by real
 //! frameworks, see scripts/field/README.md) against tests/field/answers.json: healthy runs have
-//! no fail and no warn beyond the listed probe false alarms; each bugged run's injected bug is
+//! no fail and no warn, none tolerated; each bugged run's injected bug is
 //! named by a fail or warn unless listed as a known miss; every file is explained.
 
 use std::collections::BTreeMap;
@@ -16,20 +16,6 @@ use mltriage_probes::run::{explain, Run};
 fn corpus() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/field"))
 }
-
-/// Warnings on healthy runs that come from probe logic, not from reading the formats
-/// (to be settled by the verdicts work): (run, entry id).
-const KNOWN_PROBE_WARNS: &[(&str, &str)] = &[
-    // a diffusion run trained without EMA is warned as "no EMA"
-    ("diffusers_noema_healthy", "DF2"),
-    // a LoRA fine-tune from a trained base: first grad norm small, loss already low
-    ("peft_lora_healthy", "S1.2"),
-    ("peft_lora_healthy", "S4.1"),
-    // DPO / GRPO losses are not cross-entropies: ln V does not apply; DPO warmup of 20 steps
-    ("trl_dpo_healthy", "S1.1"),
-    ("trl_dpo_healthy", "S2.2"),
-    ("trl_grpo_healthy", "S1.1"),
-];
 
 /// Bugged runs whose bug mltriage does not name yet, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
@@ -84,17 +70,9 @@ fn every_field_run_gets_the_expected_findings() {
             .map(|x| x.as_str().unwrap())
             .collect();
         if accept.is_empty() {
-            for (id, st) in &bad {
-                let known = KNOWN_PROBE_WARNS.contains(&(name.as_str(), *id));
-                if *st == Status::Fail || !known {
-                    errors.push(format!("healthy {name}: {st:?} {id} ({bad:?})"));
-                }
-            }
-            // The list stays honest: a tolerated warn that no longer fires is removed from it.
-            for (n, id) in KNOWN_PROBE_WARNS.iter().filter(|(n, _)| *n == name) {
-                if !bad.iter().any(|(b, _)| b == id) {
-                    errors.push(format!("{n}: known warn {id} no longer fires: drop it"));
-                }
+            // A healthy run from a real framework: no fail and no warn, none tolerated.
+            if !bad.is_empty() {
+                errors.push(format!("healthy {name}: {bad:?}"));
             }
         } else {
             bugged += 1;

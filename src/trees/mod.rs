@@ -601,14 +601,17 @@ tree:
         let c = cat();
         // `t` has no skip branch at n1: walk by pass, then rewrite the recorded answer.
         let mut w2 = Walk::start(&c, "t").unwrap();
-        w2.answer(&c, "pass", "", Source::Probe("p".into())).unwrap();
+        w2.answer(&c, "pass", "", Source::Probe("p".into()))
+            .unwrap();
         w2.answer(&c, "sft", "", Source::Fact("phase".into()))
             .unwrap();
         assert!(w2.conclusion(&c).unwrap().inconclusive.is_none());
         w2.path[0].answer = "skip".into();
         w2.path[0].measured = "not measured: no loss series".into();
         let concl = w2.conclusion(&c).unwrap();
-        let inc = concl.inconclusive.expect("one check, skipped: inconclusive");
+        let inc = concl
+            .inconclusive
+            .expect("one check, skipped: inconclusive");
         assert_eq!((inc.skipped, inc.checks), (1, 1));
         assert_eq!(inc.missing, vec!["n1: no loss series".to_string()]);
         assert!(concl.id.is_empty() && concl.note.unwrap().starts_with("inconclusive"));

@@ -15,7 +15,8 @@ use super::check::run_one;
 use crate::catalog::{Catalog, NodeDef, NodeKind};
 use crate::findings::Finding;
 use crate::trees::{
-    branch_for, branch_label, is_warn_label, question, route, Conclusion, Source, Step, Walk, WalkError, WalkFrom,
+    branch_for, branch_label, is_warn_label, question, route, Conclusion, Source, Step, Walk,
+    WalkError, WalkFrom,
 };
 
 /// Why a walk stopped before a leaf.

@@ -12,7 +12,7 @@ pub(super) const FIRST_GRAD_NORM: ProbeSpec = ProbeSpec {
     entries: &["S1.2"],
     inputs: &["metrics:grad_norm"],
     params: &["pass_lo", "pass_hi", "fail_hi", "fail_lo", "max_first_step"],
-    outcomes: &["pass", "high", "low", "skip"],
+    outcomes: &["pass", "high", "low", "large", "small", "skip"],
     run: first_grad_norm,
 };
 
@@ -82,13 +82,21 @@ pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
     } else if g > phi {
         (
             Status::Warn,
-            "pass",
+            "large",
             format!("above {phi}: large for a first step; watch init scale and loss reduction"),
+        )
+    } else if ctx.facts.bool("from_scratch") == Some(false) {
+        // The band is a from-scratch init's; a fine-tune starts near a minimum, and a LoRA
+        // adapter's B starts at 0, so only the adapters' small gradient flows.
+        (
+            Status::Pass,
+            "pass",
+            format!("below {plo}, as a fine-tune's first gradient may be (from_scratch=false)"),
         )
     } else {
         (
             Status::Warn,
-            "pass",
+            "small",
             format!("below {plo}: small for a first step; check the loss mask"),
         )
     };

@@ -91,6 +91,12 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
                 fmt(slope100)
             ),
         )
+    } else if long_enough && rel_drop < min_drop && ctx.facts.bool("from_scratch") == Some(false) {
+        return vec![Verdict::skip(
+            "S4.1",
+            format!("only {:.1}% lower over the run, but this is a fine-tune (from_scratch=false): it may have started at its floor — judge against a baseline run or the update ratio (O22)", 100.0 * rel_drop),
+        )
+        .measured(measured)];
     } else if long_enough && rel_drop < min_drop {
         (Status::Warn, "slow", format!("only {:.1}% lower over the whole run: barely learning — check the actual LR (O23) and try a larger one (O7)", 100.0 * rel_drop))
     } else {

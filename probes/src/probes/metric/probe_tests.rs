@@ -172,7 +172,11 @@ fn warmup_peak_and_grad_norms() {
         &["warmup_steps=30", "lr_max=0.001"],
         p.clone(),
     );
-    assert_eq!((v.status, v.outcome.as_str()), (Status::Warn, "high"), "{v:?}");
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "high"),
+        "{v:?}"
+    );
     // 100× the lr_max the user meant: the configured LR is wrong (fail, same label).
     let x100: Vec<(u64, f64)> = (1..=300)
         .map(|t| (t, 100.0 * warmup_cosine(t, 30.0, 300.0, 1e-3)))
@@ -183,7 +187,11 @@ fn warmup_peak_and_grad_norms() {
         &["warmup_steps=30", "lr_max=0.001"],
         p,
     );
-    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "high"), "{v:?}");
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "high"),
+        "{v:?}"
+    );
 
     let band = thresholds("grad_norm_band");
     let hot = run_with(&[("grad_norm", (1..=100).map(|t| (t, 20.0)).collect())]);

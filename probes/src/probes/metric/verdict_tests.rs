@@ -85,3 +85,59 @@ fn grad_norm_band_window_is_steps_with_sparse_logging() {
     let mx = v.values.get("rolling_max").copied().unwrap();
     assert!(mx > 5.0, "rolling max over 20 steps: {mx}");
 }
+
+#[test]
+fn preference_and_policy_gradient_losses_are_not_judged_against_ln_v() {
+    use super::init_loss::init_loss;
+    let p = thresholds("init_loss");
+    let flat = |v: f64| (1..=20).map(|t| (t * 10, v)).collect::<Vec<_>>();
+    // DPO starts at ln 2 with policy = reference: a pass, from the fact or from TRL's series.
+    let dpo = run_with(&[("loss", flat(0.6881))]);
+    let v = ask(
+        init_loss,
+        &dpo,
+        &["phase=dpo", "vocab_size=50257"],
+        p.clone(),
+    );
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    let dpo_series = run_with(&[("loss", flat(0.6881)), ("rewards/margins", flat(0.0))]);
+    let v = ask(init_loss, &dpo_series, &["vocab_size=50257"], p.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // Before this, both failed as "low: weights were loaded" against ln 50257 = 10.8.
+    let ce = run_with(&[("loss", flat(0.6881))]);
+    let v = ask(
+        init_loss,
+        &ce,
+        &["vocab_size=50257", "from_scratch=true"],
+        p.clone(),
+    );
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "low"));
+    // GRPO's loss starts near 0 by design: skip, with the reason.
+    let grpo = run_with(&[
+        ("loss", flat(0.0034)),
+        ("completions/mean_length", flat(40.0)),
+    ]);
+    let v = ask(init_loss, &grpo, &["vocab_size=50257"], p);
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    assert!(v.message.contains("policy-gradient"), "{v:?}");
+}
+
+#[test]
+fn a_fine_tune_is_not_judged_by_a_from_scratch_band() {
+    let small_first: Vec<(u64, f64)> = (1..=20).map(|t| (t * 10, 0.097)).collect();
+    let run = run_with(&[("grad_norm", small_first)]);
+    let p = thresholds("first_grad_norm");
+    let v = ask(first_grad_norm, &run, &[], p.clone());
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Warn, "small"));
+    let v = ask(first_grad_norm, &run, &["from_scratch=false"], p);
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // A fine-tune whose loss barely moves may have started at its floor: skip, not "slow".
+    let flat: Vec<(u64, f64)> = (1..=200).map(|t| (t, 1.614 - 2e-5 * t as f64)).collect();
+    let run = run_with(&[("loss", flat)]);
+    let p = thresholds("loss_trend");
+    let v = ask(loss_trend, &run, &["from_scratch=false"], p.clone());
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    assert!(v.message.contains("fine-tune"), "{v:?}");
+    let v = ask(loss_trend, &run, &[], p);
+    assert_eq!(v.status, Status::Warn, "{v:?}");
+}
