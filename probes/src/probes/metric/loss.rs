@@ -117,7 +117,16 @@ pub(super) const VAL_GAP: ProbeSpec = ProbeSpec {
     id: "val_gap",
     entries: &["S4.2"],
     inputs: &["metrics:loss", "metrics:eval_loss"],
-    params: &["overfit_gap", "by_step", "leak_gap", "ema_span"],
+    params: &[
+        "overfit_gap",
+        "by_step",
+        "leak_gap",
+        "ema_span",
+        "overfit_rel_min",
+        "overfit_rel",
+        "overfit_abs_min",
+        "leak_rel",
+    ],
     outcomes: &["pass", "overfit", "leak", "skip"],
     run: val_gap,
 };
@@ -129,6 +138,19 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, "leak_gap"),
         p!(ctx, "ema_span"),
     );
+    let (rel_min, rel_over, abs_min, leak_rel) = (
+        p!(ctx, "overfit_rel_min"),
+        p!(ctx, "overfit_rel"),
+        p!(ctx, "overfit_abs_min"),
+        p!(ctx, "leak_rel"),
+    );
+    // Scale-free: a gap counts against the loss level at the same step. An absolute gap above
+    // overfit_gap must also be rel_min of the training loss (1.0 on a loss of 8 is noise);
+    // a gap of overfit_rel × the training loss fails at any scale (0.1 vs 0.6).
+    let runs_away = |gap: f64, train: f64| {
+        let rel = gap / train.abs().max(1e-12);
+        (gap > overfit && rel > rel_min) || (gap > abs_min && rel > rel_over)
+    };
     let m = ctx.run.metrics();
     let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
         return vec![Verdict::skip(
@@ -151,11 +173,11 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
     };
     let early_overfit = gaps
         .iter()
-        .find(|g| g.1 > overfit && g.0 as f64 <= by_step)
+        .find(|g| runs_away(g.1, g.3) && g.0 as f64 <= by_step)
         .copied();
-    let (st, out, msg) = if gap > overfit || early_overfit.is_some() {
+    let (st, out, msg) = if runs_away(gap, t) || early_overfit.is_some() {
         (Status::Fail, "overfit", format!("validation loss runs away from training loss{}: raise weight_decay (try 0.2), reduce capacity, or add data", early_overfit.map(|g| format!(" (gap {} already at step {})", fmt(g.1), g.0)).unwrap_or_default()))
-    } else if gap < -leak {
+    } else if gap < -leak && -gap / t.abs().max(1e-12) > leak_rel {
         (Status::Warn, "leak", "validation loss sits well below training loss: the val set may contain training items (leak) — or heavy dropout/augmentation only in training".to_string())
     } else {
         (
@@ -171,7 +193,11 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
             fmt(v),
             fmt(t)
         ))
-        .expected(format!("gap ≤ {overfit} (by step {by_step}) and ≥ −{leak}"))
+        .expected(format!(
+            "gap ≤ {overfit} or ≤ {:.0}% of the training loss (by step {by_step}), under {:.0}% of it at any scale, and ≥ −{leak}",
+            100.0 * rel_min,
+            100.0 * rel_over
+        ))
         .message(msg)
         .evidence(series_evidence(ev, ev.points[0].step, step))
         .value("gap", gap)]
