@@ -168,3 +168,33 @@ fn nanogpt_checkpoint_is_weights_optimizer_step_and_facts() {
     assert!(m.get("loss").is_some_and(|s| s.len() == 301));
     assert!(m.get("eval_loss").is_some_and(|s| s.len() == 4));
 }
+
+/// Root causes first (DESIGN §7): with every label masked the loss is 0 from the start, and the
+/// empty Adam moments, the tensors that never moved and the dead gradient follow from it.
+#[test]
+fn an_all_masked_run_leads_with_the_masking_not_its_consequences() {
+    let cat = Catalog::embedded().unwrap();
+    let run = Run::discover(&corpus().join("hf_labels_all_masked")).unwrap();
+    let r = check(&cat, &run, &Facts::new(), &Compute::cpu(), None);
+    let bad: Vec<&mltriage::findings::Finding> = r
+        .findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+        .collect();
+    assert_eq!(
+        bad[0].id,
+        "L2",
+        "{:?}",
+        bad.iter().map(|f| &f.id).collect::<Vec<_>>()
+    );
+    for f in &bad[1..] {
+        if ["S6.2", "O2", "S1.2"].contains(&f.id.as_str()) {
+            assert!(
+                f.explained_by.iter().any(|p| p == "loss_degenerate"),
+                "{} should be explained by the masking: {:?}",
+                f.id,
+                f.explained_by
+            );
+        }
+    }
+}

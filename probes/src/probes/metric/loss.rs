@@ -233,11 +233,14 @@ pub fn loss_degenerate(ctx: &ProbeCtx) -> Vec<Verdict> {
     if head.iter().any(|p| !p.value.is_finite()) {
         let vision = ctx.facts.get("domain") == Some("vision")
             || (ctx.facts.get("num_classes").is_some() && ctx.facts.get("vocab_size").is_none());
-        let entry = if vision { "V5" } else { "L6" };
+        // For a language model, NaN from the first steps is most often a batch whose labels
+        // are all -100: a mean over zero tokens is 0/0 (HF Trainer and TRL log NaN). The
+        // z-loss story (L6) is a late-run drift, never a step-1 NaN.
+        let entry = if vision { "V5" } else { "L2" };
         return vec![Verdict::new(entry, Status::Fail, "nan")
             .measured(format!("non-finite loss within the first {k} steps"))
             .expected("finite loss from step 1")
-            .message(if vision { "NaN from the start: a void label (255) counted as a class, labels ≥ num_classes, or sigmoid+BCELoss log(0)" } else { "NaN from the start: overflow in the first forward (init scale, fp16 logits) or log(0) in the loss" })
+            .message(if vision { "NaN from the start: a void label (255) counted as a class, labels ≥ num_classes, or sigmoid+BCELoss log(0)" } else { "NaN from the start: every label masked (-100) makes the mean loss 0/0 — decode one label row and check the collator's masking; otherwise an overflow in the first forward (init scale, fp16 logits)" })
             .evidence(series_evidence(s, a, b))];
     }
     if let Some(p) = s.points.iter().find(|p| !p.value.is_finite()) {

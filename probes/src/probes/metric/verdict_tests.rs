@@ -208,3 +208,28 @@ fn an_adapters_small_norm_jumping_tenfold_is_not_a_spike() {
     let v = ask(grad_norm_spikes, &run_with(&[("grad_norm", g)]), &[], p);
     assert_eq!(v.status, Status::Fail, "{v:?}");
 }
+
+#[test]
+fn a_language_models_nan_from_step_one_is_masking_not_z_loss() {
+    let p = thresholds("loss_degenerate");
+    let nan: Vec<(u64, f64)> = (1..=50).map(|t| (t, f64::NAN)).collect();
+    let v = ask(
+        loss_degenerate,
+        &run_with(&[("loss", nan.clone())]),
+        &["vocab_size=50257"],
+        p.clone(),
+    );
+    assert_eq!(
+        (v.entry.as_str(), v.outcome.as_str()),
+        ("L2", "nan"),
+        "{v:?}"
+    );
+    assert!(v.message.contains("-100"), "{v:?}");
+    let v = ask(
+        loss_degenerate,
+        &run_with(&[("loss", nan)]),
+        &["domain=vision", "num_classes=10"],
+        p,
+    );
+    assert_eq!(v.entry, "V5");
+}
