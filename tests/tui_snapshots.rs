@@ -8,14 +8,23 @@ use mltriage::look::theme::Theme;
 use mltriage_probes::probe::Status;
 use tui_common::*;
 
+/// The tensor pass reports progress process-wide and the header shows it: screens rendered
+/// while another test's pass runs would show its progress. These tests take turns.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn home_screen_without_a_run() {
+    let _serial = serial();
     let a = app();
     insta::assert_snapshot!("home", render(&a, 80, 24).backend());
 }
 
 #[test]
 fn home_screen_with_a_run_lists_summary_and_findings() {
+    let _serial = serial();
     let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
     let h = headless(a, scripted(None));
     insta::assert_snapshot!("home_with_run", render(&h.app, 80, 24).backend());
@@ -23,6 +32,7 @@ fn home_screen_with_a_run_lists_summary_and_findings() {
 
 #[test]
 fn search_screen_shows_results_for_map_zero() {
+    let _serial = serial();
     let mut h = headless(app(), scripted(None));
     h.key(KeyCode::Char('/')).typ("mAP zero");
     insta::assert_snapshot!("search_map_zero", render(&h.app, 80, 24).backend());
@@ -30,6 +40,7 @@ fn search_screen_shows_results_for_map_zero() {
 
 #[test]
 fn entry_screen_v3() {
+    let _serial = serial();
     let mut a = app();
     a.open_entry("V3");
     insta::assert_snapshot!("entry_v3", render(&a, 80, 24).backend());
@@ -37,6 +48,7 @@ fn entry_screen_v3() {
 
 #[test]
 fn help_overlay() {
+    let _serial = serial();
     let mut h = headless(app(), scripted(None));
     h.key(KeyCode::Char('?'));
     insta::assert_snapshot!("help", render(&h.app, 80, 24).backend());
@@ -44,6 +56,7 @@ fn help_overlay() {
 
 #[test]
 fn walk_at_a_numeric_node_with_a_measured_value() {
+    let _serial = serial();
     let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
     let mut h = headless(
         a,
@@ -62,6 +75,7 @@ fn walk_at_a_numeric_node_with_a_measured_value() {
 
 #[test]
 fn run_screen_charts_and_findings() {
+    let _serial = serial();
     let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
     let mut h = headless(a, scripted(None));
     h.key(KeyCode::Char('r'));
@@ -70,12 +84,14 @@ fn run_screen_charts_and_findings() {
 
 #[test]
 fn too_small_notice() {
+    let _serial = serial();
     let a = app();
     insta::assert_snapshot!("too_small", render(&a, 30, 8).backend());
 }
 
 #[test]
 fn palette_overlay() {
+    let _serial = serial();
     let mut h = headless(app(), scripted(None));
     h.key(KeyCode::Char(':')).typ("wa");
     insta::assert_snapshot!("palette", render(&h.app, 80, 24).backend());
@@ -83,6 +99,7 @@ fn palette_overlay() {
 
 #[test]
 fn every_screen_renders_at_any_size_without_panicking() {
+    let _serial = serial();
     let a = app_with(Some("fixtures/scripted_run".into()), Theme::default(), None);
     let mut h = headless(a, scripted(Some(("high", Status::Fail, "9.1", "6.2"))));
     let sizes = [
@@ -124,6 +141,7 @@ fn every_screen_renders_at_any_size_without_panicking() {
 
 #[test]
 fn ascii_mode_draws_only_ascii() {
+    let _serial = serial();
     let theme = Theme {
         color: false,
         ascii: true,
@@ -147,6 +165,7 @@ fn ascii_mode_draws_only_ascii() {
 
 #[test]
 fn no_color_theme_uses_no_colours_but_keeps_marks() {
+    let _serial = serial();
     use ratatui::style::Color;
     let theme = Theme {
         color: false,
@@ -166,6 +185,7 @@ fn no_color_theme_uses_no_colours_but_keeps_marks() {
 
 #[test]
 fn run_screen_weights_histogram_on_lm_bad_init() {
+    let _serial = serial();
     use mltriage::triage::jobs::LiveRunner;
     let run = fixture("lm_bad_init");
     let a = app_with(Some(run.clone()), Theme::default(), None);

@@ -24,6 +24,7 @@ macro_rules! p {
 pub mod batch;
 pub mod checkpoint;
 pub mod config;
+pub mod log;
 pub mod metric;
 pub mod optimizer;
 pub mod smoke;
@@ -44,6 +45,7 @@ pub fn all() -> &'static [ProbeSpec] {
             optimizer::SPECS,
             batch::SPECS,
             config::SPECS,
+            log::SPECS,
             smoke::SPECS,
         ] {
             for s in fam {
