@@ -52,11 +52,17 @@ fn search_says_when_nothing_fits_and_keeps_the_closest_entries() {
     assert!(!v["hits"].as_array().unwrap().is_empty());
     assert!(v["note"].as_str().unwrap().contains("--playbook DIR"));
     assert!(v["confidence"]["coverage"].as_f64().is_some());
+    assert_eq!(v["confidence"]["reason"], "outside the catalog", "{v}");
+    assert!(v["confidence"]["outside"]
+        .as_str()
+        .unwrap()
+        .contains("installing"));
     mlt()
         .args(["search", q])
         .assert()
         .success()
         .stdout(predicate::str::contains("No confident match"))
+        .stdout(predicate::str::contains("a problem with installing"))
         .stdout(predicate::str::contains("not a confident match"))
         .stdout(predicate::str::contains("--playbook DIR"));
     // A covered one, typed with a typo and a domain cue: confident, no note.
@@ -314,6 +320,13 @@ fn lint_catches_cycle_unreachable_and_dangling_tree_nodes() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("nowhere"));
+    mlt()
+        .args(["lint", &format!("{base}/warn_to_fail")])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "warn branch \"warn_high\" reaches \"clip\"",
+        ));
 }
 
 #[test]

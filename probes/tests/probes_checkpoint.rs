@@ -682,8 +682,8 @@ fn ema_missing_in_a_diffusion_run_and_identical_ema() {
     let v = one("ema_weights", d.path(), &["domain=diffusion"]);
     assert_eq!(
         (v.entry.as_str(), v.status, v.outcome.as_str()),
-        ("DF2", Status::Warn, "missing"),
-        "{v:#?}"
+        ("DF2", Status::Pass, "missing"),
+        "a run trained without EMA is a choice: no warn, but the walk's `missing` branch: {v:#?}"
     );
     assert_eq!(one("ema_weights", d.path(), &[]).status, Status::Skip);
 
@@ -804,12 +804,13 @@ fn weight_histogram_collapse_and_update_ratio_bands() {
         ],
     );
     let v = one("update_ratio", d.path(), &[]);
+    // Far below the band the finding names the cure, O7 (LR too low), with O22's ratio as
+    // evidence; a mild shortfall stays O22's warning.
     assert_eq!(
-        (v.entry.as_str(), v.outcome.as_str()),
-        ("O22", "low"),
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("O7", Status::Fail, "low"),
         "{v:#?}"
     );
-    assert_ne!(v.status, Status::Pass);
     // Huge moves per step: high.
     let d = tempfile::tempdir().unwrap();
     ckpt(d.path(), 0, &[t("l1.weight", &[16, 16], a.clone())]);
@@ -1157,7 +1158,7 @@ fn moved_thresholds_are_read_from_the_playbook() {
     let v = one_with("update_ratio", d.path(), &[], &[]);
     assert_eq!(
         (v.status, v.outcome.as_str()),
-        (Status::Warn, "high"),
+        (Status::Warn, "outliers"),
         "{v:#?}"
     );
     assert!(v.message.contains("l5.weight"), "{}", v.message);

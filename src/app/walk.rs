@@ -184,7 +184,7 @@ impl App {
                     if fs.is_empty() {
                         return None;
                     }
-                    let (l, m) = numeric_answer(&fs, n.entry.as_deref(), &probe);
+                    let (l, m) = numeric_answer(&fs, n, &probe);
                     Some((l, m, Source::Probe(probe)))
                 }
                 NodeKind::Fact => {

@@ -260,6 +260,20 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
             ));
         }
     }
+    for t in &cat.vocab.outside {
+        if t.topic.trim().is_empty() || t.phrases.is_empty() {
+            out.push(err(
+                &vocab_origin,
+                format!("outside topic {:?} needs a name and phrases", t.topic),
+            ));
+        }
+        if t.phrases.iter().any(|p| p.trim().is_empty()) {
+            out.push(err(
+                &vocab_origin,
+                format!("outside topic {:?} has a blank phrase", t.topic),
+            ));
+        }
+    }
     for (d, words) in &cat.vocab.cues {
         if words.iter().any(|w| w.trim().is_empty()) {
             out.push(err(
@@ -476,7 +490,11 @@ fn lint_tree<'c>(
                         out.push(e(format!("node {:?}: probe {p:?} is not defined", n.id)));
                     } else if let Some(spec) = implemented.get(p.as_str()) {
                         for label in n.branches.keys() {
-                            if label != "default" && !spec.outcomes.contains(&label.as_str()) {
+                            let answered = match label.strip_prefix("warn_") {
+                                Some(o) => spec.outcomes.contains(&o),
+                                None => label == "warn" || spec.outcomes.contains(&label.as_str()),
+                            };
+                            if label != "default" && !answered {
                                 out.push(e(format!(
                                     "node {:?}: probe {p} never answers {label:?}",
                                     n.id
@@ -509,6 +527,36 @@ fn lint_tree<'c>(
                 if !targets.is_empty() {
                     out.push(e(format!("leaf {:?} has branches", n.id)));
                 }
+            }
+        }
+    }
+    // A warn never routes to a failure's branch (DESIGN §7): no `warn*` branch may reach a
+    // leaf that a failure outcome reaches.
+    let is_leaf = |id: &str| {
+        ids.get(id)
+            .is_some_and(|&i| t.nodes[i].kind == NodeKind::Leaf)
+    };
+    let mut fail_leaves: HashMap<&str, (&str, &str)> = HashMap::new();
+    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::Numeric) {
+        for (label, target) in &n.branches {
+            let failure = !matches!(label.as_str(), "pass" | "skip" | "default")
+                && !crate::trees::is_warn_label(label);
+            if failure && is_leaf(target) {
+                fail_leaves.entry(target.as_str()).or_insert((&n.id, label));
+            }
+        }
+    }
+    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::Numeric) {
+        for (label, target) in &n.branches {
+            if !crate::trees::is_warn_label(label) {
+                continue;
+            }
+            if let Some((by, fl)) = fail_leaves.get(target.as_str()) {
+                out.push(e(format!(
+                    "node {:?}: warn branch {label:?} reaches {target:?}, the leaf failure \
+                     {fl:?} of {by:?} reaches (a warn never takes a failure's branch)",
+                    n.id
+                )));
             }
         }
     }

@@ -42,6 +42,8 @@ struct PlaybookFile {
     synonyms: Vec<Vec<String>>,
     #[serde(default)]
     cues: std::collections::BTreeMap<Domain, Vec<String>>,
+    #[serde(default)]
+    outside: Vec<super::model::OutsideTopic>,
 }
 
 /// Everything read from a set of files, in file order.
@@ -120,6 +122,7 @@ pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(),
     into.vocab.extend(Vocabulary {
         synonyms: parsed.synonyms,
         cues: parsed.cues,
+        outside: parsed.outside,
     });
     into.files.push(name.to_path_buf());
     Ok(())

@@ -156,12 +156,27 @@ pub struct Vocabulary {
     /// Domain cues: a query holding one of these words leans toward that domain.
     #[serde(default)]
     pub cues: std::collections::BTreeMap<Domain, Vec<String>>,
+    /// Kinds of problem the catalog deliberately does not cover (installing packages, GPU
+    /// drivers, a full disk...): a query naming one gets "no confident match" with the topic.
+    #[serde(default)]
+    pub outside: Vec<OutsideTopic>,
+}
+
+/// A kind of problem outside the catalog, and phrases that name it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideTopic {
+    /// What to call it in the answer ("installing a package").
+    pub topic: String,
+    /// Phrases (matched word for word, after stemming) that name it.
+    pub phrases: Vec<String>,
 }
 
 impl Vocabulary {
     /// Add another file's groups and cues after these.
     pub fn extend(&mut self, other: Vocabulary) {
         self.synonyms.extend(other.synonyms);
+        self.outside.extend(other.outside);
         for (d, words) in other.cues {
             self.cues.entry(d).or_default().extend(words);
         }

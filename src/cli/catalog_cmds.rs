@@ -67,6 +67,9 @@ pub fn search(
         let mut v = json!({"query": query, "hits": hits, "confident": confident});
         if let Some(c) = &confidence {
             v["confidence"] = json!({"coverage": c.coverage, "reason": c.reason});
+            if let Some(topic) = &c.outside {
+                v["confidence"]["outside"] = json!(topic);
+            }
         }
         if !confident {
             v["note"] = json!(NO_MATCH_NOTE);
@@ -88,8 +91,17 @@ pub fn search(
         let shown: String = query.chars().take(60).collect();
         let more = if shown.len() < query.len() { "…" } else { "" };
         s.push_str(&format!(
-            "{}\n{}\n\n",
-            st.bold(&format!("No confident match for {shown:?}{more}.")),
+            "{}\n",
+            st.bold(&format!("No confident match for {shown:?}{more}."))
+        ));
+        if let Some(topic) = confidence.as_ref().and_then(|c| c.outside.as_ref()) {
+            s.push_str(&format!(
+                "This looks like a problem with {topic}, which the catalog leaves out: it \
+                 covers what goes wrong inside a training run.\n"
+            ));
+        }
+        s.push_str(&format!(
+            "{}\n\n",
             st.dim("Closest entries (not a confident match):")
         ));
     }

@@ -154,8 +154,17 @@ pub fn walk(
                     c.title
                 ));
             }
+            if c.id.is_empty() && c.inconclusive.is_some() {
+                s.push_str(&format!("{} {}\n", st.yellow("Conclusion:"), c.title));
+            }
             if let Some(n) = &c.note {
                 s.push_str(&wrap(n, st.width, "  "));
+            }
+            if let Some(inc) = &c.inconclusive {
+                s.push_str(&format!("{}\n", st.cyan("Missing")));
+                for m in &inc.missing {
+                    s.push_str(&wrap(&format!("• {m}"), st.width, "    "));
+                }
             }
             if !c.fix.is_empty() {
                 s.push_str(&format!(

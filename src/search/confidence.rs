@@ -2,16 +2,18 @@
 //! verdict rests on how much of the query the best entry accounts for: the share of the
 //! query's words (weighted by how rare they are in the catalog) that the entry contains,
 //! directly or through a synonym the query triggered. A quoted error string or an entry id
-//! is always confident. The cut-off is calibrated on tests/search_queries/real_phrasings.yaml
+//! is always confident; a query naming a kind of problem the catalog leaves out (installing
+//! packages, GPU drivers, loading datasets: `outside:` in playbook/synonyms.yaml) never is.
+//! Words no entry holds weigh little (product names, typos, chatter). The cut-off is calibrated on tests/search_queries/real_phrasings.yaml
 //! (covered vs uncovered problems; see BENCHMARKS.md).
 
 use std::collections::{HashMap, HashSet};
 
 /// Share of the query's weight the best entry must account for when the query names none of
 /// its subjects.
-pub const MIN_COVERAGE: f32 = 0.6;
+pub const MIN_COVERAGE: f32 = 0.3;
 /// Weight of a word no entry contains, as a share of the rarest catalog word's weight.
-const UNKNOWN_WEIGHT: f32 = 0.5;
+const UNKNOWN_WEIGHT: f32 = 0.15;
 
 /// What the verdict looks at, gathered while the query is planned.
 #[derive(Debug, Clone, Default)]
@@ -24,6 +26,8 @@ pub(super) struct Query {
     pub quoted: Vec<(usize, usize)>,
     /// The query names an entry id.
     pub exact_id: bool,
+    /// The kind of problem outside the catalog the query names.
+    pub outside: Option<String>,
 }
 
 /// The verdict on the best hit.
@@ -39,9 +43,14 @@ pub struct Confidence {
     pub strong: f32,
     /// The rarest word matched there (its idf).
     pub peak: f32,
-    /// Why: "entry id", "quoted error", "subject named" (a keyword phrase, error string or
-    /// knob of the entry, or a synonym of one), "coverage", or "no hits".
+    /// Why: "entry id", "quoted error", "outside the catalog" (the query names a kind of
+    /// problem the catalog does not cover), "subject named" (a keyword phrase, error string or
+    /// knob of the entry, or a synonym of one), "coverage", or "no hits". A domain cue alone
+    /// ("llava", "yolo") is not a subject: it only steers the ranking.
     pub reason: &'static str,
+    /// The kind of problem outside the catalog the query names ("installing a package").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside: Option<String>,
 }
 
 impl Confidence {
@@ -53,6 +62,7 @@ impl Confidence {
             strong: 0.0,
             peak: 0.0,
             reason: "no hits",
+            outside: None,
         }
     }
 }
@@ -68,44 +78,31 @@ pub(super) fn judge(
 ) -> Confidence {
     let (_, strong, peak) = coverage(q, strong_words, idf);
     let (coverage, matched, _) = coverage(q, words, idf);
-    if q.exact_id {
-        return Confidence {
-            confident: true,
-            coverage,
-            matched,
-            strong,
-            peak,
-            reason: "entry id",
-        };
-    }
-    if q.quoted.iter().any(|(e, _)| *e == entry) {
-        return Confidence {
-            confident: true,
-            coverage,
-            matched,
-            strong,
-            peak,
-            reason: "quoted error",
-        };
-    }
-    if concept {
-        return Confidence {
-            confident: true,
-            coverage,
-            matched,
-            strong,
-            peak,
-            reason: "subject named",
-        };
-    }
-    Confidence {
-        confident: coverage >= MIN_COVERAGE,
+    let verdict = |confident: bool, reason: &'static str| Confidence {
+        confident,
         coverage,
         matched,
         strong,
         peak,
-        reason: "coverage",
+        reason,
+        outside: None,
+    };
+    if q.exact_id {
+        return verdict(true, "entry id");
     }
+    if q.quoted.iter().any(|(e, _)| *e == entry) {
+        return verdict(true, "quoted error");
+    }
+    if let Some(topic) = &q.outside {
+        return Confidence {
+            outside: Some(topic.clone()),
+            ..verdict(false, "outside the catalog")
+        };
+    }
+    if concept {
+        return verdict(true, "subject named");
+    }
+    verdict(coverage >= MIN_COVERAGE, "coverage")
 }
 
 /// Share of the query's idf mass found in the entry (directly or via a triggered synonym),

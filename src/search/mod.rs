@@ -133,8 +133,6 @@ pub struct SearchIndex {
     lexicon: Lexicon,
     /// Entry id -> its sentences with analysed words (see `sentences`).
     sentence_cache: std::sync::Mutex<HashMap<String, std::sync::Arc<Sentences>>>,
-    /// Domain of each entry, in catalog order.
-    domains: Vec<Domain>,
     /// Inverse document frequency of each analysed word over entries.
     idf: HashMap<String, f32>,
 }
@@ -258,7 +256,6 @@ impl SearchIndex {
             index,
             lexicon,
             sentence_cache: std::sync::Mutex::new(HashMap::new()),
-            domains: cat.entries.iter().map(|e| e.domain).collect(),
             idf,
         })
     }
@@ -290,11 +287,7 @@ impl SearchIndex {
                     .iter()
                     .position(|(id, _)| id == &top.id)
                     .unwrap_or(0);
-                let concept = self.lexicon.names_concept(&plan, i)
-                    || self
-                        .domains
-                        .get(i)
-                        .is_some_and(|d| self.lexicon.cued(&plan, *d));
+                let concept = self.lexicon.names_concept(&plan, i);
                 confidence::judge(
                     &q,
                     i,
@@ -363,6 +356,7 @@ impl SearchIndex {
             expansions: expansions.clone(),
             quoted: plan.quoted.clone(),
             exact_id: !exact_ids.is_empty(),
+            outside: plan.outside.clone(),
         };
         if toks.is_empty() && exact_ids.is_empty() {
             return Ok((Vec::new(), q, plan));

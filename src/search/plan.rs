@@ -59,6 +59,8 @@ pub(super) struct Lexicon {
     groups: Vec<Vec<Vec<String>>>,
     /// Cue phrase -> domain.
     cues: Vec<(Vec<String>, Domain)>,
+    /// Phrases naming a kind of problem outside the catalog, with the topic's name.
+    outside: Vec<(Vec<String>, String)>,
     /// Error strings (stemmed words) with the index of their entry.
     errors: Vec<(Vec<String>, usize)>,
     /// Per entry: the phrases that name its subject (keywords, error strings, identifiers in
@@ -92,6 +94,8 @@ pub(super) struct Plan {
     pub words: Vec<String>,
     /// Synonym groups the query triggered, with the phrase that triggered each.
     pub groups: Vec<(usize, Vec<String>)>,
+    /// The kind of problem outside the catalog the query names, if any.
+    pub outside: Option<String>,
 }
 
 /// Optimal-string-alignment distance (a transposition counts as one edit), or None above `max`.
@@ -252,6 +256,15 @@ impl Lexicon {
                 }
             }
         }
+        let mut outside = Vec::new();
+        for t in &cat.vocab.outside {
+            for p in &t.phrases {
+                let w = add_text(p, &mut an);
+                if !w.is_empty() {
+                    outside.push((w, t.topic.clone()));
+                }
+            }
+        }
         let mut by_len: HashMap<usize, Vec<(Vec<char>, u32, String)>> = HashMap::new();
         for (w, &f) in &raw {
             let c: Vec<char> = w.chars().collect();
@@ -274,6 +287,7 @@ impl Lexicon {
             phrases,
             groups,
             cues,
+            outside,
             errors,
             concepts,
             entry_seqs,
@@ -349,11 +363,6 @@ impl Lexicon {
                     .iter()
                     .any(|p| mine.iter().any(|k| contains_run(k, p)) && self.specific(p))
         })
-    }
-
-    /// The domain of the cue words the query holds, if the entry is in one of them.
-    pub(super) fn cued(&self, plan: &Plan, domain: Domain) -> bool {
-        plan.domains.contains(&domain)
     }
 
     /// The nearest catalog word to an unknown typed word (one edit up to 7 letters, two from
@@ -444,6 +453,11 @@ impl Lexicon {
                 }
             }
         }
+        plan.outside = self
+            .outside
+            .iter()
+            .find(|(p, _)| contains_run(&seq, p))
+            .map(|(_, t)| t.clone());
         plan.corrected = corrected;
         plan.words = seq;
         plan

@@ -95,6 +95,51 @@ pub struct Conclusion {
     pub knobs: Vec<String>,
     /// Leaf node id.
     pub node: String,
+    /// Set when the walk found nothing wrong but could not measure most of its checks: an
+    /// all-clear that is not established (DESIGN §7: inconclusive is an answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<Inconclusive>,
+}
+
+/// Why an all-clear walk is inconclusive.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Inconclusive {
+    /// Probe checks on the path that could not be measured.
+    pub skipped: usize,
+    /// Probe checks on the path.
+    pub checks: usize,
+    /// What each skipped check lacked: "node: reason".
+    pub missing: Vec<String>,
+}
+
+/// A walk that ended without any check taking a failure's branch, with more than half of its
+/// probe checks skipped, is inconclusive.
+fn inconclusive(path: &[Step]) -> Option<Inconclusive> {
+    let checks: Vec<&Step> = path
+        .iter()
+        .filter(|s| matches!(s.source, Source::Probe(_)))
+        .collect();
+    let found = path.iter().any(|s| {
+        matches!(s.source, Source::Probe(_))
+            && !matches!(s.answer.as_str(), "pass" | "skip")
+            && !is_warn_label(&s.answer)
+    });
+    let missing: Vec<String> = checks
+        .iter()
+        .filter(|s| s.answer == "skip")
+        .map(|s| {
+            let why = s.measured.trim_start_matches("not measured: ");
+            format!("{}: {}", s.id, why)
+        })
+        .collect();
+    if found || checks.is_empty() || missing.len() * 2 <= checks.len() {
+        return None;
+    }
+    Some(Inconclusive {
+        skipped: missing.len(),
+        checks: checks.len(),
+        missing,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -127,6 +172,34 @@ pub fn branch_for<'a>(node: &'a NodeDef, answer: &str) -> Option<(&'a str, &'a s
         })
         .or_else(|| node.branches.get_key_value("default"))
         .map(|(k, v)| (k.as_str(), v.as_str()))
+}
+
+/// The branch a probe's verdict takes at numeric node `n`. Fail, pass and skip go by their
+/// outcome label; a warn goes to `warn_<outcome>` or `warn` when the node has such a branch,
+/// else the walk goes on as `pass`, the warning kept on the step (DESIGN §7: a warn never
+/// routes to a failure's branch; `mltriage lint` checks that no `warn*` branch reaches a
+/// leaf that a failure reaches).
+pub fn branch_label(n: &NodeDef, status: Status, outcome: &str) -> String {
+    match status {
+        Status::Skip => "skip".to_string(),
+        Status::Warn => {
+            let specific = format!("warn_{outcome}");
+            if n.branches.contains_key(&specific) {
+                specific
+            } else if n.branches.contains_key("warn") {
+                "warn".to_string()
+            } else {
+                "pass".to_string()
+            }
+        }
+        _ if outcome.is_empty() => status.as_str().to_string(),
+        _ => outcome.to_string(),
+    }
+}
+
+/// Is `label` a branch a warn takes (`warn` or `warn_<outcome>`)?
+pub fn is_warn_label(label: &str) -> bool {
+    label == "warn" || label.starts_with("warn_")
 }
 
 /// The question shown for a node (its own, else its entry's question or title, else its
@@ -418,6 +491,24 @@ impl Walk {
             return None;
         }
         let e = n.entry.as_deref().and_then(|id| cat.entry(id));
+        if let Some(inc) = inconclusive(&self.path) {
+            return Some(Conclusion {
+                id: String::new(),
+                title: "Inconclusive: most checks could not be measured".to_string(),
+                fix: String::new(),
+                note: Some(format!(
+                    "inconclusive: {} of {} checks could not be measured, so the walk's end \
+                     ({}) is not established. Give the run the artifacts or facts they need \
+                     (`mltriage inspect RUN` shows what was read) and walk again.",
+                    inc.skipped,
+                    inc.checks,
+                    n.note.as_deref().or(n.entry.as_deref()).unwrap_or(&n.id)
+                )),
+                knobs: Vec::new(),
+                node: n.id.clone(),
+                inconclusive: Some(inc),
+            });
+        }
         Some(Conclusion {
             id: e.map(|e| e.id.clone()).unwrap_or_default(),
             title: e
@@ -427,6 +518,7 @@ impl Walk {
             note: n.note.clone(),
             knobs: e.map(|e| e.knobs.clone()).unwrap_or_default(),
             node: n.id.clone(),
+            inconclusive: None,
         })
     }
 }
@@ -488,5 +580,46 @@ tree:
         assert!(e.to_string().contains("high | pass"), "{e}");
         assert!(!w.back());
         assert!(Walk::start(&c, "nope").is_err());
+    }
+
+    #[test]
+    fn a_warn_walks_on_unless_the_node_has_a_warn_branch() {
+        let c = cat();
+        let w = Walk::start(&c, "t").unwrap();
+        let n = w.node().unwrap().clone();
+        // `high` is this node's failure branch: a warn labelled `high` must not take it.
+        assert_eq!(branch_label(&n, Status::Fail, "high"), "high");
+        assert_eq!(branch_label(&n, Status::Warn, "high"), "pass");
+        assert_eq!(branch_label(&n, Status::Skip, "high"), "skip");
+        let mut n2 = n.clone();
+        n2.branches.insert("warn_high".into(), "lb".into());
+        assert_eq!(branch_label(&n2, Status::Warn, "high"), "warn_high");
+        n2.branches.remove("warn_high");
+        n2.branches.insert("warn".into(), "lb".into());
+        assert_eq!(branch_label(&n2, Status::Warn, "high"), "warn");
+    }
+
+    #[test]
+    fn an_all_clear_with_most_checks_skipped_is_inconclusive() {
+        let c = cat();
+        // `t` has no skip branch at n1: walk by pass, then rewrite the recorded answer.
+        let mut w2 = Walk::start(&c, "t").unwrap();
+        w2.answer(&c, "pass", "", Source::Probe("p".into()))
+            .unwrap();
+        w2.answer(&c, "sft", "", Source::Fact("phase".into()))
+            .unwrap();
+        assert!(w2.conclusion(&c).unwrap().inconclusive.is_none());
+        w2.path[0].answer = "skip".into();
+        w2.path[0].measured = "not measured: no loss series".into();
+        let concl = w2.conclusion(&c).unwrap();
+        let inc = concl
+            .inconclusive
+            .expect("one check, skipped: inconclusive");
+        assert_eq!((inc.skipped, inc.checks), (1, 1));
+        assert_eq!(inc.missing, vec!["n1: no loss series".to_string()]);
+        assert!(concl.id.is_empty() && concl.note.unwrap().starts_with("inconclusive"));
+        // A failure on the path is a finding, whatever else was skipped.
+        w2.path[0].answer = "high".into();
+        assert!(w2.conclusion(&c).unwrap().inconclusive.is_none());
     }
 }

@@ -15,7 +15,8 @@ use super::check::run_one;
 use crate::catalog::{Catalog, NodeDef, NodeKind};
 use crate::findings::Finding;
 use crate::trees::{
-    branch_for, question, route, Conclusion, Source, Step, Walk, WalkError, WalkFrom,
+    branch_for, branch_label, is_warn_label, question, route, Conclusion, Source, Step, Walk,
+    WalkError, WalkFrom,
 };
 
 /// Why a walk stopped before a leaf.
@@ -62,20 +63,25 @@ pub fn pick<'f>(findings: &'f [Finding], entry: Option<&str>) -> Option<&'f Find
     findings.iter().min_by_key(|f| f.status)
 }
 
-/// A numeric node's answer from its probe's findings: (branch label, measured text).
-pub fn numeric_answer(fs: &[Finding], entry: Option<&str>, probe: &str) -> (String, String) {
-    match pick(fs, entry) {
+/// A numeric node's answer from its probe's findings: (branch label, measured text). A warn
+/// walks on unless the node has a branch for it ([`branch_label`]); the text says so.
+pub fn numeric_answer(fs: &[Finding], n: &NodeDef, probe: &str) -> (String, String) {
+    match pick(fs, n.entry.as_deref()) {
         Some(f) if f.status == Status::Skip => {
             ("skip".to_string(), format!("not measured: {}", f.message))
         }
-        Some(f) => (
-            f.outcome.clone(),
-            if f.expected.is_empty() {
+        Some(f) => {
+            let label = branch_label(n, f.status, &f.outcome);
+            let mut text = if f.expected.is_empty() {
                 f.measured.clone()
             } else {
                 format!("{} (expected {})", f.measured, f.expected)
-            },
-        ),
+            };
+            if f.status == Status::Warn && !is_warn_label(&label) {
+                text.push_str(&format!(" — warning ({}), walked on", f.outcome));
+            }
+            (label, text)
+        }
         None => (
             "skip".to_string(),
             format!("probe {probe} is not implemented"),
@@ -166,7 +172,7 @@ fn cli_answer(
             let fs = cache.entry(probe.clone()).or_insert_with(|| {
                 run_one(cat, &probe, run, inp.facts, inp.compute, inp.baseline).unwrap_or_default()
             });
-            let (l, m) = numeric_answer(fs, n.entry.as_deref(), &probe);
+            let (l, m) = numeric_answer(fs, n, &probe);
             Some((l, m, Source::Probe(probe)))
         }
         NodeKind::Fact => {
@@ -256,11 +262,7 @@ pub fn propose_from_findings(w: &mut Walk, findings: &[Finding]) {
     let source = Source::Probe(n.probe.clone().unwrap_or_default());
     let (answer, measured, expected, status, message) = match pick(findings, n.entry.as_deref()) {
         Some(f) => (
-            if f.outcome.is_empty() {
-                f.status.as_str().to_string()
-            } else {
-                f.outcome.clone()
-            },
+            branch_label(n, f.status, &f.outcome),
             f.measured.clone(),
             f.expected.clone(),
             Some(f.status),

@@ -11,7 +11,8 @@ use crate::run::{ArtifactKind, Run};
 /// scaling from `config.json`; `total_steps` and cadence from `trainer_state.json`; `lr_max`,
 /// `warmup_steps`, `schedule`, `accum_steps` from HF's `training_args.bin`; `lr_max` from a
 /// `scheduler.pt`'s `base_lrs` when nothing else says; a few hyper-parameters from Lightning's
-/// `hparams.yaml`; LoRA rank/alpha (and `from_scratch=false`) from `adapter_config.json`.
+/// `hparams.yaml`; LoRA rank/alpha (and `from_scratch=false`) from `adapter_config.json`;
+/// `from_scratch=false` and `base_model` from a model card naming the base it fine-tunes.
 /// Each fact names its file; user facts set later still win.
 pub fn facts_from_artifacts(run: &Run) -> Facts {
     let mut f = Facts::new();
@@ -101,7 +102,36 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
         hparams_facts(&a.path, &mut f);
     }
     logged_config_facts(run, &mut f);
+    model_card_facts(run, &mut f);
     f
+}
+
+/// The base model a model card (README.md written by HF Trainer / TRL) says the run was
+/// fine-tuned from: "fine-tuned version of [gpt2](…)" means pretrained weights were loaded,
+/// so `from_scratch=false`; "[None]" means the model was built from scratch.
+fn model_card_facts(run: &Run, f: &mut Facts) {
+    for a in run
+        .artifacts
+        .iter()
+        .filter(|a| a.path.file_name().is_some_and(|n| n == "README.md"))
+    {
+        if let Some(base) = model_card_base(&a.path) {
+            let file = a.path.display().to_string();
+            f.set_artifact_if_absent("from_scratch", "false", &file);
+            f.set_artifact_if_absent("base_model", &base, &file);
+            return;
+        }
+    }
+}
+
+/// The base model a model card names ("fine-tuned version of [NAME](…)"), unless "None".
+pub(crate) fn model_card_base(path: &Path) -> Option<String> {
+    const MARK: &str = "fine-tuned version of [";
+    let bytes = crate::limits::read_capped(path, 64 * 1024).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let rest = &text[text.find(MARK)? + MARK.len()..];
+    let base = rest.split(']').next()?.trim();
+    (!base.is_empty() && base != "None" && base.len() < 200).then(|| base.to_string())
 }
 
 /// Facts from configs saved by the training code itself: a torch checkpoint's `config` and
@@ -372,6 +402,23 @@ fn hparams_facts(path: &Path, f: &mut Facts) {
 mod tests {
     use super::*;
     use crate::tensors::Value;
+
+    #[test]
+    fn a_model_card_naming_its_base_makes_the_run_a_fine_tune() {
+        let d = tempfile::tempdir().unwrap();
+        let card = |base: &str| {
+            format!("# Model Card\n\nThis model is a fine-tuned version of [{base}](https://huggingface.co/{base}).\n")
+        };
+        std::fs::write(d.path().join("README.md"), card("Qwen/Qwen2.5-0.5B")).unwrap();
+        std::fs::write(d.path().join("train.log"), "step 1 loss 2.0\n").unwrap();
+        let f = facts_from_artifacts(&Run::discover(d.path()).unwrap());
+        assert_eq!(f.bool("from_scratch"), Some(false));
+        assert_eq!(f.get("base_model"), Some("Qwen/Qwen2.5-0.5B"));
+        // TRL writes "[None]" for a model built from scratch: no fact.
+        std::fs::write(d.path().join("README.md"), card("None")).unwrap();
+        let f = facts_from_artifacts(&Run::discover(d.path()).unwrap());
+        assert_eq!(f.bool("from_scratch"), None);
+    }
 
     /// A pickled `TrainingArguments`-like object: a class with a BUILD state dict.
     fn args_object(fields: &[(&str, Value)]) -> Value {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-mod extract;
+pub(crate) mod extract;
 
 pub use extract::facts_from_artifacts;
 
@@ -28,7 +28,14 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
         "from_scratch",
         "true | false: weights randomly initialised at step 0",
     ),
-    ("phase", "sft | dpo | generation | pretrain"),
+    (
+        "base_model",
+        "the pretrained model a fine-tune starts from (a model card says so)",
+    ),
+    (
+        "phase",
+        "sft | dpo | grpo | ppo | reward | generation | pretrain",
+    ),
     ("packing", "true | false: several documents packed per row"),
     (
         "accum_steps",

@@ -27,6 +27,7 @@ pub mod config;
 pub mod metric;
 pub mod optimizer;
 pub mod smoke;
+pub mod stats;
 pub mod util;
 
 use crate::probe::ProbeSpec;

@@ -211,7 +211,7 @@ pub fn overfit_smoke(ctx: &ProbeCtx) -> Vec<Verdict> {
                 v = v.evidence(e);
             }
             if l1.is_finite() && frac <= target {
-                v.message = format!("a linear probe memorises this batch on {dev}: the batch is learnable and the device math works — if the real model cannot overfit it, the training loop is broken (params not in the optimizer, detached loss, zero_grad/step order)");
+                v.message = format!("a linear softmax memorises this batch on {dev}: the device math works and the batch is not self-contradictory. This does not test your training loop (a linear model memorises even random labels): run O1's overfit-one-batch test with your own model and loop");
             } else {
                 v.status = Status::Warn;
                 v.outcome = "cannot_overfit".into();

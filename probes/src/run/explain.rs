@@ -162,7 +162,17 @@ fn describe(
             false,
             "ignored: torch.distributed.checkpoint shards are not read yet (convert with torch.distributed.checkpoint.format_utils.dcp_to_torch_save)".into(),
         ),
-        K::Other => (false, format!("ignored: {}", other_reason(p))),
+        K::Other => match p
+            .file_name()
+            .filter(|n| *n == "README.md")
+            .and_then(|_| crate::facts::extract::model_card_base(p))
+        {
+            Some(base) => (
+                true,
+                format!("read as a model card (facts: from_scratch=false, base_model={base})"),
+            ),
+            None => (false, format!("ignored: {}", other_reason(p))),
+        },
     }
 }
 

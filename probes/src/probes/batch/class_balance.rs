@@ -10,7 +10,7 @@ pub(super) const CLASS_BALANCE: ProbeSpec = ProbeSpec {
     id: "class_balance",
     entries: &["V6"],
     inputs: &["batch:labels"],
-    params: &["majority_frac", "min_labels"],
+    params: &["majority_frac", "alpha"],
     outcomes: &["pass", "imbalanced", "skip"],
     run: class_balance,
 };
@@ -19,7 +19,7 @@ pub(super) const CLASS_BALANCE: ProbeSpec = ProbeSpec {
 // V6: class balance
 
 pub fn class_balance(ctx: &ProbeCtx) -> Vec<Verdict> {
-    let (maj, min_labels) = (p!(ctx, "V6", "majority_frac"), p!(ctx, "V6", "min_labels"));
+    let (maj, alpha) = (p!(ctx, "V6", "majority_frac"), p!(ctx, "V6", "alpha"));
     let cfg = model_config(ctx);
     let c = num_classes(ctx, cfg.as_ref().map(|c| &c.1));
     over_batches(ctx, "V6", "no batch carries class labels", |b| {
@@ -55,7 +55,7 @@ pub fn class_balance(ctx: &ProbeCtx) -> Vec<Verdict> {
             pct(frac)
         );
         let expected = format!(
-            "majority ≤ {} (judged with ≥ {min_labels} labels)",
+            "majority ≤ {} (binomial test at α = {alpha} on the {n} labels seen)",
             pct(maj)
         );
         let v = Verdict::new("V6", Status::Pass, "pass")
@@ -65,10 +65,23 @@ pub fn class_balance(ctx: &ProbeCtx) -> Vec<Verdict> {
             .value("majority_frac", frac)
             .value("labels", n as f64)
             .value("classes_present", present as f64);
-        if (n as f64) < min_labels {
-            return Some(Verdict { message: format!("only {n} labels in the dump: too few to judge the class balance (dump a larger batch or pass the dataset's label histogram)"), ..v });
+        // Judge the sample, not a minimum count: a majority this large is imbalance when it is
+        // unlikely (< alpha) with a share of at most `maj`; a pass needs the count unlikely
+        // with a share of `maj` or more. Between the two the sample cannot tell.
+        let p_if_balanced = crate::probes::stats::binom_tail_ge(top_n, n, maj);
+        let p_if_imbalanced = crate::probes::stats::binom_tail_le(top_n, n, maj);
+        let v = v
+            .value("p_if_balanced", p_if_balanced)
+            .value("p_if_imbalanced", p_if_imbalanced);
+        if p_if_balanced >= alpha && p_if_imbalanced >= alpha {
+            return Some(Verdict {
+                status: Status::Skip,
+                outcome: "skip".into(),
+                message: format!("{n} labels cannot tell: {top_n} of {n} in one class happens with probability {} even when no class exceeds {} (and {} when one does) — dump a larger batch or pass the dataset's label histogram", crate::probes::util::fmt(p_if_balanced), pct(maj), crate::probes::util::fmt(p_if_imbalanced)),
+                ..v
+            });
         }
-        if frac > maj {
+        if p_if_balanced < alpha {
             return Some(Verdict {
                 status: Status::Warn,
                 outcome: "imbalanced".into(),

@@ -4,6 +4,21 @@ use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 
 use crate::probes::batch::read::*;
 
+/// `model_type`s whose image token count depends on the image size.
+const ANYRES_TYPES: &[&str] = &[
+    "llava_next",
+    "llava_next_video",
+    "llava_onevision",
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "idefics2",
+    "idefics3",
+    "smolvlm",
+    "internvl",
+    "minicpmv",
+];
+
 pub(super) const IMAGE_TOKENS: ProbeSpec = ProbeSpec {
     id: "image_tokens",
     entries: &["X4"],
@@ -58,6 +73,14 @@ pub fn image_tokens(ctx: &ProbeCtx) -> Vec<Verdict> {
             ),
         )];
     };
+    // Anyres / dynamic-resolution models (LLaVA-NeXT, OneVision, Qwen2-VL, Idefics3...) expand
+    // each image into a size-dependent number of tokens: no fixed multiple applies.
+    let anyres_cfg = cfg.as_ref().is_some_and(|c| {
+        c.raw.get("image_grid_pinpoints").is_some()
+            || c.model_type
+                .as_deref()
+                .is_some_and(|m| ANYRES_TYPES.iter().any(|t| m.eq_ignore_ascii_case(t)))
+    });
     over_batches(ctx, "X4", "no batch carries input_ids", |b| {
         let ids = match b.ints(INPUT_IDS)? {
             Ok(i) => i,
@@ -71,10 +94,16 @@ pub fn image_tokens(ctx: &ProbeCtx) -> Vec<Verdict> {
         let one_per_row = b
             .find(PIXELS)
             .is_some_and(|p| p.shape.len() == 4 && p.shape.first() == Some(&counts.len()));
+        let anyres = anyres_cfg || b.find(&["image_sizes", "image_grid_thw"]).is_some();
+        // A row that ends inside an image's placeholders was cut at max_length, whatever the
+        // model; for a fixed tokens-per-image model a count off the multiple says so too.
+        let ends_in_image: Vec<bool> = ids.rows().map(|r| r.last() == Some(&img_id)).collect();
         let bad: Vec<(usize, u64)> = counts
             .iter()
             .enumerate()
-            .filter(|(_, &n)| n % k != 0 || (one_per_row && n < k))
+            .filter(|&(i, &n)| {
+                ends_in_image[i] || (!anyres && (n % k != 0 || (one_per_row && n < k)))
+            })
             .map(|(i, &n)| (i, n))
             .collect();
         let with = counts.iter().filter(|&&n| n > 0).count();
@@ -85,14 +114,19 @@ pub fn image_tokens(ctx: &ProbeCtx) -> Vec<Verdict> {
             if counts.len() > 16 { ", …" } else { "" },
             counts.len()
         );
-        let expected = format!(
-            "a positive multiple of {k} in each row with images{}",
-            if one_per_row {
-                " (one image per row)"
-            } else {
-                ""
-            }
-        );
+        let expected = if anyres {
+            "no row ending inside an image's placeholders (anyres: counts vary with image size)"
+                .to_string()
+        } else {
+            format!(
+                "a positive multiple of {k} in each row with images{}",
+                if one_per_row {
+                    " (one image per row)"
+                } else {
+                    ""
+                }
+            )
+        };
         let v = Verdict::new("X4", Status::Pass, "pass")
             .measured(measured)
             .expected(expected)
@@ -114,7 +148,7 @@ pub fn image_tokens(ctx: &ProbeCtx) -> Vec<Verdict> {
             return Some(Verdict {
                 status: Status::Fail,
                 outcome: "truncated".into(),
-                message: format!("{} row(s) hold a count of image tokens that is not a multiple of {k} ({}): truncation to max_length cut the placeholders, so image features and tokens no longer match — set max_length=None for VLM training (or large enough), and truncate text only", bad.len(), list.join(", ")),
+                message: format!("{} row(s) hold a cut run of image tokens ({}; a count off the multiple of {k}, or a row ending inside the placeholders): truncation to max_length cut the placeholders, so image features and tokens no longer match — set max_length=None for VLM training (or large enough), and truncate text only", bad.len(), list.join(", ")),
                 ..v
             });
         }

@@ -90,12 +90,33 @@ pub fn latent_std(ctx: &ProbeCtx) -> Vec<Verdict> {
         }
         v.status = Status::Fail;
         v.outcome = "off_scale".into();
-        let sf = vae_sf.unwrap_or(sd);
-        let src = if vae_sf.is_some() {
-            "vae.config.scaling_factor"
-        } else {
-            "the SD-VAE scaling_factor"
+        // The factor to judge with: the run's VAE config, else the VAE family the latent
+        // channel count points at (4: SD1.x 0.18215 / SDXL 0.13025; 16: SD3 1.5305 / FLUX
+        // 0.3611, both with a shift), whichever explains the measured std.
+        let channels = (t.shape.len() == 4).then(|| t.shape[1]);
+        let families: Vec<(f64, &str)> = match (vae_sf, channels) {
+            (Some(f), _) => vec![(f, "vae.config.scaling_factor")],
+            (None, Some(4)) => vec![
+                (sd, "the SD1.x VAE scaling_factor"),
+                (0.13025, "the SDXL VAE scaling_factor"),
+            ],
+            (None, Some(16)) => vec![
+                (
+                    1.5305,
+                    "the SD3 VAE scaling_factor (after subtracting shift_factor 0.0609)",
+                ),
+                (
+                    0.3611,
+                    "the FLUX VAE scaling_factor (after subtracting shift_factor 0.1159)",
+                ),
+            ],
+            _ => vec![(sd, "the SD-VAE scaling_factor")],
         };
+        let (sf, src) = families
+            .iter()
+            .copied()
+            .find(|(f, _)| near(s.std * f, 1.0) || near(s.std, *f))
+            .unwrap_or(families[0]);
         v.message = if near(s.std * sf, 1.0) {
             format!("unscaled VAE latents (std ≈ 1/{sf}): multiply by {src} = {sf} when encoding (latents = vae.encode(x).latent_dist.sample() * {sf}) and divide by it before decoding")
         } else if near(s.std, sf) {

@@ -96,10 +96,12 @@ pub fn ema_weights(ctx: &ProbeCtx) -> Vec<Verdict> {
         if !diffusion {
             return vec![Verdict::skip(E, "not a diffusion run (no --fact domain=diffusion, no UNet config) and no EMA weights")];
         }
-        let mut v = Verdict::new(E, Status::Warn, "missing")
+        // Training without EMA is a choice (diffusers' use_ema=False), not a bug: `check` does
+        // not warn; a walk that asks why samples look bad still takes the `missing` branch.
+        let mut v = Verdict::new(E, Status::Pass, "missing")
             .measured("no EMA weights (no ema* file, no ema./shadow tensors)")
-            .expected("an EMA copy of the weights saved with each checkpoint")
-            .message("diffusion models are sampled from an EMA of the weights (decay ~0.9999); without one, samples from the raw weights look worse than the loss suggests — keep an EMAModel, step it after optimizer.step(), and save it");
+            .expected("an EMA copy of the weights, if samples are to come from one")
+            .message("trained without an EMA of the weights: fine as a choice, but if samples look worse than the loss suggests, keep an EMAModel (decay ~0.999), step it after optimizer.step(), save it and sample from it (DF2)");
         if let Some(m) = &newest {
             v = v.evidence(m.ev());
         }

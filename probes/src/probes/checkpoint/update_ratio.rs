@@ -7,10 +7,10 @@ use crate::probes::util::*;
 
 pub(super) const UPDATE_RATIO: ProbeSpec = ProbeSpec {
     id: "update_ratio",
-    entries: &["O22"],
+    entries: &["O22", "O7"],
     inputs: &["checkpoint:2"],
     params: &["target", "low", "high", "outlier_ratio", "fail_factor"],
-    outcomes: &["pass", "low", "high", "skip"],
+    outcomes: &["pass", "low", "high", "outliers", "skip"],
     run: update_ratio,
 };
 
@@ -119,9 +119,9 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         } else {
             Status::Warn
         };
-        (st, "low", format!("even the upper bound of the per-step update ratio is below {low} (steps {}..{}): the weights barely move — the LR is too small, mostly zero, or updates are lost", p.a, p.b))
+        (st, "low", format!("even the upper bound of the per-step update ratio is below {low} (steps {}..{}): the weights barely move — the LR is too small (O7: raise it, find it with a range test), mostly zero, or updates are lost", p.a, p.b))
     } else if let Some(p) = pairs.iter().rev().find(|p| !p.outliers.is_empty()) {
-        (Status::Warn, "high", format!("most tensors update normally but some move over {outlier}× faster than the median (steps {}..{}): {} — a per-parameter LR multiplier or an unnormalised layer", p.a, p.b, list_some(&p.outliers, 3)))
+        (Status::Warn, "outliers", format!("most tensors update normally but some move over {outlier}× faster than the median (steps {}..{}): {} — a per-parameter LR multiplier or an unnormalised layer", p.a, p.b, list_some(&p.outliers, 3)))
     } else {
         (
             Status::Pass,
@@ -129,7 +129,14 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
             format!("update-to-weight ratios are plausible around the {target} rule of thumb"),
         )
     };
-    vec![Verdict::new(E, st, out)
+    // The cure names the finding: a ratio far too low is an LR too low (O7), with the ratio
+    // (O22's measurement) as the evidence.
+    let entry = if out == "low" && st == Status::Fail {
+        "O7"
+    } else {
+        E
+    };
+    vec![Verdict::new(entry, st, out)
         .measured(measured)
         .expected(format!("per step ≈ {target}; warn outside [{low}, {high}], fail beyond {fail_factor}× past either; a tensor over {outlier}× the median warns"))
         .message(msg)

@@ -21,11 +21,53 @@ pub(super) const ROPE_SCALING: ProbeSpec = ProbeSpec {
 // ---------------------------------------------------------------------------------------
 // L5: rope_scaling vs context
 
+/// Context lengths well-known base models were pretrained at, by a lower-case fragment of their
+/// name (most specific first). A fine-tune's config.json may carry a max_position_embeddings
+/// the user raised; the rotation angles the model knows are these.
+const PRETRAINED_CONTEXT: &[(&str, u64)] = &[
+    ("llama-3.3", 131_072),
+    ("llama-3.2", 131_072),
+    ("llama-3.1", 131_072),
+    ("llama-3", 8_192),
+    ("llama-2", 4_096),
+    ("tinyllama", 2_048),
+    ("qwen2.5", 32_768),
+    ("qwen2-", 32_768),
+    ("gemma-2", 8_192),
+    ("gemma-7b", 8_192),
+    ("gemma-2b", 8_192),
+    ("phi-2", 2_048),
+    ("pythia", 2_048),
+    ("gpt2", 1_024),
+];
+
+/// The pretrained context of the base model the run names (`base_model` fact from a model card
+/// or `--fact`, else config.json's `_name_or_path`), with the name.
+fn pretrained_context(
+    ctx: &ProbeCtx,
+    c: Option<&crate::config::ModelConfig>,
+) -> Option<(u64, String)> {
+    let name = ctx
+        .facts
+        .get("base_model")
+        .map(str::to_string)
+        .or_else(|| {
+            c.and_then(|c| c.raw.get("_name_or_path"))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        })?;
+    let lower = name.to_ascii_lowercase();
+    PRETRAINED_CONTEXT
+        .iter()
+        .find(|(frag, _)| lower.contains(frag))
+        .map(|(_, n)| (*n, name))
+}
+
 pub fn rope_scaling(ctx: &ProbeCtx) -> Vec<Verdict> {
     let linear_max = p!(ctx, "L5", "linear_max_factor");
     let cfg = model_config(ctx);
     let c = cfg.as_ref().map(|c| &c.1);
-    let Some(max_pos) = ctx
+    let Some(cfg_pos) = ctx
         .facts
         .u64("max_position_embeddings")
         .or_else(|| c.and_then(|c| c.max_position_embeddings))
@@ -33,6 +75,10 @@ pub fn rope_scaling(ctx: &ProbeCtx) -> Vec<Verdict> {
     else {
         return vec![Verdict::skip("L5", "needs max_position_embeddings: no config.json in the run (or pass --fact max_position_embeddings=…)")];
     };
+    // A raised max_position_embeddings does not teach the model new positions: judge against
+    // the base model's pretrained context when the run names a known base.
+    let base = pretrained_context(ctx, c).filter(|(n, _)| *n < cfg_pos);
+    let max_pos = base.as_ref().map_or(cfg_pos, |b| b.0);
     let (context, ctx_src, ctx_ev) = match ctx.facts.u64("context").filter(|c| *c > 0) {
         Some(v) => (v, "fact context".to_string(), None),
         None => {
@@ -81,8 +127,10 @@ pub fn rope_scaling(ctx: &ProbeCtx) -> Vec<Verdict> {
     } else {
         "no rope_scaling".into()
     };
-    let measured =
-        format!("context {context} ({ctx_src}) vs max_position_embeddings {max_pos}; {rope_txt}");
+    let measured = match &base {
+        Some((n, name)) => format!("context {context} ({ctx_src}) vs {name}'s pretrained {n} (config max_position_embeddings raised to {cfg_pos}); {rope_txt}"),
+        None => format!("context {context} ({ctx_src}) vs max_position_embeddings {max_pos}; {rope_txt}"),
+    };
     let mut v = Verdict::new("L5", Status::Pass, "pass")
         .measured(measured)
         .value("context", context as f64)

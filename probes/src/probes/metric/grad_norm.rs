@@ -12,7 +12,7 @@ pub(super) const FIRST_GRAD_NORM: ProbeSpec = ProbeSpec {
     entries: &["S1.2"],
     inputs: &["metrics:grad_norm"],
     params: &["pass_lo", "pass_hi", "fail_hi", "fail_lo", "max_first_step"],
-    outcomes: &["pass", "high", "low", "skip"],
+    outcomes: &["pass", "high", "low", "large", "small", "skip"],
     run: first_grad_norm,
 };
 
@@ -82,13 +82,21 @@ pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
     } else if g > phi {
         (
             Status::Warn,
-            "pass",
+            "large",
             format!("above {phi}: large for a first step; watch init scale and loss reduction"),
+        )
+    } else if ctx.facts.bool("from_scratch") == Some(false) {
+        // The band is a from-scratch init's; a fine-tune starts near a minimum, and a LoRA
+        // adapter's B starts at 0, so only the adapters' small gradient flows.
+        (
+            Status::Pass,
+            "pass",
+            format!("below {plo}, as a fine-tune's first gradient may be (from_scratch=false)"),
         )
     } else {
         (
             Status::Warn,
-            "pass",
+            "small",
             format!("below {plo}: small for a first step; check the loss mask"),
         )
     };
@@ -117,21 +125,33 @@ pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
 pub(super) const GRAD_NORM_BAND: ProbeSpec = ProbeSpec {
     id: "grad_norm_band",
     entries: &["S3.1"],
-    inputs: &["metrics:grad_norm"],
-    params: &["window", "high", "low", "high_frac", "low_frac"],
+    inputs: &["metrics:grad_norm", "fact:max_grad_norm"],
+    params: &[
+        "window",
+        "high",
+        "low",
+        "high_frac",
+        "low_frac",
+        "high_over_clip",
+    ],
     outcomes: &["pass", "high", "low", "skip"],
     run: grad_norm_band,
 };
 
 // ---------------------------------------------------------------------------------------
 pub fn grad_norm_band(ctx: &ProbeCtx) -> Vec<Verdict> {
-    let (window, high, low, high_frac, low_frac) = (
+    let (window, high, low, high_frac, low_frac, over_clip) = (
         p!(ctx, "window"),
         p!(ctx, "high"),
         p!(ctx, "low"),
         p!(ctx, "high_frac"),
         p!(ctx, "low_frac"),
+        p!(ctx, "high_over_clip"),
     );
+    // "Always clipping" is relative to the run's own clipping threshold when it has one (the
+    // logged norm is the pre-clip norm): the seed's 5 is 5× HF's default max_grad_norm of 1.
+    let clip = ctx.facts.f64("max_grad_norm").filter(|c| *c > 0.0);
+    let high = clip.map_or(high, |c| c * over_clip);
     let s = match need(ctx, "grad_norm", "S3.1") {
         Ok(s) => s,
         Err(v) => return v,
@@ -182,7 +202,14 @@ pub fn grad_norm_band(ctx: &ProbeCtx) -> Vec<Verdict> {
             fmt(mn),
             fmt(mx)
         ))
-        .expected(format!("[{low}, {high}]"))
+        .expected(match clip {
+            Some(c) => format!(
+                "[{low}, {}] ({over_clip}× max_grad_norm {})",
+                fmt(high),
+                fmt(c)
+            ),
+            None => format!("[{low}, {high}]"),
+        })
         .message(msg)
         .evidence(series_evidence(s, a, b))
         .value("rolling_max", mx)
@@ -199,19 +226,28 @@ pub(super) const GRAD_NORM_SPIKES: ProbeSpec = ProbeSpec {
         "per_steps",
         "max_spikes",
         "window",
+        "rel_floor",
     ],
     outcomes: &["pass", "once", "many", "skip"],
     run: grad_norm_spikes,
 };
 
 pub fn grad_norm_spikes(ctx: &ProbeCtx) -> Vec<Verdict> {
-    let (abs_spike, rel_spike, per, max_spikes, window) = (
+    let (abs_spike, rel_spike, per, max_spikes, window, rel_floor) = (
         p!(ctx, "abs_spike"),
         p!(ctx, "rel_spike"),
         p!(ctx, "per_steps"),
         p!(ctx, "max_spikes"),
         p!(ctx, "window"),
+        p!(ctx, "rel_floor"),
     );
+    // A relative jump only counts once the norm reaches the clip threshold (or rel_floor):
+    // an adapter's 0.05 → 0.5 is not an instability.
+    let rel_floor = ctx
+        .facts
+        .f64("max_grad_norm")
+        .filter(|c| *c > 0.0)
+        .map_or(rel_floor, |c| c.min(rel_floor));
     let s = match need(ctx, "grad_norm", "S3.2") {
         Ok(s) => s,
         Err(v) => return v,
@@ -221,7 +257,9 @@ pub fn grad_norm_spikes(ctx: &ProbeCtx) -> Vec<Verdict> {
     let vals: Vec<f64> = pts.iter().map(|p| p.value).collect();
     let finite_spike = |i: usize| -> bool {
         let v = vals[i];
-        let rel = i >= w && median(&vals[i - w..i]).is_some_and(|m| m > 0.0 && v > rel_spike * m);
+        let rel = i >= w
+            && v >= rel_floor
+            && median(&vals[i - w..i]).is_some_and(|m| m > 0.0 && v > rel_spike * m);
         v > abs_spike || rel
     };
     let scale = ctx.run.metrics().get("loss_scale");

@@ -2,6 +2,7 @@
 
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 
+use super::objective::{objective, Objective};
 use super::{first_finite, need};
 use crate::config::classifier_head;
 use crate::probes::util::*;
@@ -53,7 +54,13 @@ pub(super) const INIT_LOSS: ProbeSpec = ProbeSpec {
         "fact:vocab_size|num_classes",
         "fact:architectures|task",
     ],
-    params: &["band", "high_margin", "low_margin", "max_first_step"],
+    params: &[
+        "band",
+        "high_margin",
+        "low_margin",
+        "max_first_step",
+        "ln2_band",
+    ],
     outcomes: &["pass", "high", "low", "skip"],
     run: init_loss,
 };
@@ -81,6 +88,41 @@ pub fn init_loss(ctx: &ProbeCtx) -> Vec<Verdict> {
                 first.step
             ),
         )];
+    }
+    let loss0 = format!("loss(step {}) = {}", first.step, fmt(first.value));
+    match objective(ctx) {
+        (Objective::CrossEntropy, _) => {}
+        (Objective::Preference, why) => {
+            // With policy = reference the margin is 0 and the sigmoid loss is ln 2.
+            let ln2 = std::f64::consts::LN_2;
+            if (first.value - ln2).abs() <= p!(ctx, "ln2_band") {
+                return vec![Verdict::new("S1.1", Status::Pass, "pass")
+                    .measured(loss0)
+                    .expected(format!("ln 2 = {} ({why})", fmt(ln2)))
+                    .message("a preference loss starts at ln 2 while the policy equals the reference: as it should")];
+            }
+            return vec![Verdict::skip(
+                "S1.1",
+                format!("{why}: a preference loss, not a cross-entropy — ln V does not apply (and it is not a sigmoid loss at ln 2)"),
+            )
+            .measured(loss0)];
+        }
+        (Objective::PolicyGradient, why) => {
+            return vec![Verdict::skip(
+                "S1.1",
+                format!(
+                    "{why}: a policy-gradient loss starts near 0 by design — ln V does not apply"
+                ),
+            )
+            .measured(loss0)];
+        }
+        (Objective::Reward, why) => {
+            return vec![Verdict::skip(
+                "S1.1",
+                format!("{why}: a reward model's pairwise loss starts near ln 2, not ln V"),
+            )
+            .measured(loss0)];
+        }
     }
     let Some((lnv, label)) = log_v(ctx) else {
         return vec![Verdict::skip(

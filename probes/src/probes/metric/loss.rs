@@ -91,6 +91,12 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
                 fmt(slope100)
             ),
         )
+    } else if long_enough && rel_drop < min_drop && ctx.facts.bool("from_scratch") == Some(false) {
+        return vec![Verdict::skip(
+            "S4.1",
+            format!("only {:.1}% lower over the run, but this is a fine-tune (from_scratch=false): it may have started at its floor — judge against a baseline run or the update ratio (O22)", 100.0 * rel_drop),
+        )
+        .measured(measured)];
     } else if long_enough && rel_drop < min_drop {
         (Status::Warn, "slow", format!("only {:.1}% lower over the whole run: barely learning — check the actual LR (O23) and try a larger one (O7)", 100.0 * rel_drop))
     } else {
@@ -111,7 +117,16 @@ pub(super) const VAL_GAP: ProbeSpec = ProbeSpec {
     id: "val_gap",
     entries: &["S4.2"],
     inputs: &["metrics:loss", "metrics:eval_loss"],
-    params: &["overfit_gap", "by_step", "leak_gap", "ema_span"],
+    params: &[
+        "overfit_gap",
+        "by_step",
+        "leak_gap",
+        "ema_span",
+        "overfit_rel_min",
+        "overfit_rel",
+        "overfit_abs_min",
+        "leak_rel",
+    ],
     outcomes: &["pass", "overfit", "leak", "skip"],
     run: val_gap,
 };
@@ -123,6 +138,19 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, "leak_gap"),
         p!(ctx, "ema_span"),
     );
+    let (rel_min, rel_over, abs_min, leak_rel) = (
+        p!(ctx, "overfit_rel_min"),
+        p!(ctx, "overfit_rel"),
+        p!(ctx, "overfit_abs_min"),
+        p!(ctx, "leak_rel"),
+    );
+    // Scale-free: a gap counts against the loss level at the same step. An absolute gap above
+    // overfit_gap must also be rel_min of the training loss (1.0 on a loss of 8 is noise);
+    // a gap of overfit_rel × the training loss fails at any scale (0.1 vs 0.6).
+    let runs_away = |gap: f64, train: f64| {
+        let rel = gap / train.abs().max(1e-12);
+        (gap > overfit && rel > rel_min) || (gap > abs_min && rel > rel_over)
+    };
     let m = ctx.run.metrics();
     let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
         return vec![Verdict::skip(
@@ -145,11 +173,11 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
     };
     let early_overfit = gaps
         .iter()
-        .find(|g| g.1 > overfit && g.0 as f64 <= by_step)
+        .find(|g| runs_away(g.1, g.3) && g.0 as f64 <= by_step)
         .copied();
-    let (st, out, msg) = if gap > overfit || early_overfit.is_some() {
+    let (st, out, msg) = if runs_away(gap, t) || early_overfit.is_some() {
         (Status::Fail, "overfit", format!("validation loss runs away from training loss{}: raise weight_decay (try 0.2), reduce capacity, or add data", early_overfit.map(|g| format!(" (gap {} already at step {})", fmt(g.1), g.0)).unwrap_or_default()))
-    } else if gap < -leak {
+    } else if gap < -leak && -gap / t.abs().max(1e-12) > leak_rel {
         (Status::Warn, "leak", "validation loss sits well below training loss: the val set may contain training items (leak) — or heavy dropout/augmentation only in training".to_string())
     } else {
         (
@@ -165,7 +193,11 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
             fmt(v),
             fmt(t)
         ))
-        .expected(format!("gap ≤ {overfit} (by step {by_step}) and ≥ −{leak}"))
+        .expected(format!(
+            "gap ≤ {overfit} or ≤ {:.0}% of the training loss (by step {by_step}), under {:.0}% of it at any scale, and ≥ −{leak}",
+            100.0 * rel_min,
+            100.0 * rel_over
+        ))
         .message(msg)
         .evidence(series_evidence(ev, ev.points[0].step, step))
         .value("gap", gap)]
@@ -201,11 +233,14 @@ pub fn loss_degenerate(ctx: &ProbeCtx) -> Vec<Verdict> {
     if head.iter().any(|p| !p.value.is_finite()) {
         let vision = ctx.facts.get("domain") == Some("vision")
             || (ctx.facts.get("num_classes").is_some() && ctx.facts.get("vocab_size").is_none());
-        let entry = if vision { "V5" } else { "L6" };
+        // For a language model, NaN from the first steps is most often a batch whose labels
+        // are all -100: a mean over zero tokens is 0/0 (HF Trainer and TRL log NaN). The
+        // z-loss story (L6) is a late-run drift, never a step-1 NaN.
+        let entry = if vision { "V5" } else { "L2" };
         return vec![Verdict::new(entry, Status::Fail, "nan")
             .measured(format!("non-finite loss within the first {k} steps"))
             .expected("finite loss from step 1")
-            .message(if vision { "NaN from the start: a void label (255) counted as a class, labels ≥ num_classes, or sigmoid+BCELoss log(0)" } else { "NaN from the start: overflow in the first forward (init scale, fp16 logits) or log(0) in the loss" })
+            .message(if vision { "NaN from the start: a void label (255) counted as a class, labels ≥ num_classes, or sigmoid+BCELoss log(0)" } else { "NaN from the start: every label masked (-100) makes the mean loss 0/0 — decode one label row and check the collator's masking; otherwise an overflow in the first forward (init scale, fp16 logits)" })
             .evidence(series_evidence(s, a, b))];
     }
     if let Some(p) = s.points.iter().find(|p| !p.value.is_finite()) {

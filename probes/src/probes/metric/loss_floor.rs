@@ -29,20 +29,12 @@ pub(super) const LOSS_FLOOR: ProbeSpec = ProbeSpec {
 /// Phases and series whose "loss" is not a cross-entropy (policy-gradient objectives can go
 /// below zero by design).
 fn rl_like(ctx: &ProbeCtx) -> bool {
-    let phase = ctx
-        .facts
-        .get("phase")
-        .map(|p| p.to_ascii_lowercase())
-        .unwrap_or_default();
-    if ["ppo", "grpo", "rloo", "rl", "reinforce", "online_dpo"]
-        .iter()
-        .any(|p| phase == *p)
-    {
+    if super::objective::objective(ctx).0 == super::objective::Objective::PolicyGradient {
         return true;
     }
     ctx.run.metrics().names().iter().any(|n| {
         let n = n.to_ascii_lowercase();
-        n == "kl" || n.starts_with("objective/") || n.contains("reward") || n.contains("advantage")
+        n == "kl" || n.contains("reward") || n.contains("advantage")
     })
 }
 

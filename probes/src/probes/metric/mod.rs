@@ -11,6 +11,7 @@ pub mod init_loss;
 pub mod loss;
 pub mod loss_floor;
 pub mod lr;
+pub(crate) mod objective;
 #[cfg(test)]
 mod probe_tests;
 pub mod rl;

@@ -157,10 +157,40 @@ fn warmup_peak_and_grad_norms() {
             lr_warmup_peak,
             &run_with(&[("learning_rate", low)]),
             &["warmup_steps=30", "lr_max=0.001"],
-            p
+            p.clone()
         )
         .outcome,
         "low"
+    );
+    // An LR that overshoots lr_max is a warning named "high", never the failure branch "low".
+    let over: Vec<(u64, f64)> = (1..=300)
+        .map(|t| (t, 1.5 * warmup_cosine(t, 30.0, 300.0, 1e-3)))
+        .collect();
+    let v = ask(
+        lr_warmup_peak,
+        &run_with(&[("learning_rate", over)]),
+        &["warmup_steps=30", "lr_max=0.001"],
+        p.clone(),
+    );
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "high"),
+        "{v:?}"
+    );
+    // 100× the lr_max the user meant: the configured LR is wrong (fail, same label).
+    let x100: Vec<(u64, f64)> = (1..=300)
+        .map(|t| (t, 100.0 * warmup_cosine(t, 30.0, 300.0, 1e-3)))
+        .collect();
+    let v = ask(
+        lr_warmup_peak,
+        &run_with(&[("learning_rate", x100)]),
+        &["warmup_steps=30", "lr_max=0.001"],
+        p,
+    );
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "high"),
+        "{v:?}"
     );
 
     let band = thresholds("grad_norm_band");

@@ -85,3 +85,151 @@ fn grad_norm_band_window_is_steps_with_sparse_logging() {
     let mx = v.values.get("rolling_max").copied().unwrap();
     assert!(mx > 5.0, "rolling max over 20 steps: {mx}");
 }
+
+#[test]
+fn preference_and_policy_gradient_losses_are_not_judged_against_ln_v() {
+    use super::init_loss::init_loss;
+    let p = thresholds("init_loss");
+    let flat = |v: f64| (1..=20).map(|t| (t * 10, v)).collect::<Vec<_>>();
+    // DPO starts at ln 2 with policy = reference: a pass, from the fact or from TRL's series.
+    let dpo = run_with(&[("loss", flat(0.6881))]);
+    let v = ask(
+        init_loss,
+        &dpo,
+        &["phase=dpo", "vocab_size=50257"],
+        p.clone(),
+    );
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    let dpo_series = run_with(&[("loss", flat(0.6881)), ("rewards/margins", flat(0.0))]);
+    let v = ask(init_loss, &dpo_series, &["vocab_size=50257"], p.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // Before this, both failed as "low: weights were loaded" against ln 50257 = 10.8.
+    let ce = run_with(&[("loss", flat(0.6881))]);
+    let v = ask(
+        init_loss,
+        &ce,
+        &["vocab_size=50257", "from_scratch=true"],
+        p.clone(),
+    );
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "low"));
+    // GRPO's loss starts near 0 by design: skip, with the reason.
+    let grpo = run_with(&[
+        ("loss", flat(0.0034)),
+        ("completions/mean_length", flat(40.0)),
+    ]);
+    let v = ask(init_loss, &grpo, &["vocab_size=50257"], p);
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    assert!(v.message.contains("policy-gradient"), "{v:?}");
+}
+
+#[test]
+fn a_fine_tune_is_not_judged_by_a_from_scratch_band() {
+    let small_first: Vec<(u64, f64)> = (1..=20).map(|t| (t * 10, 0.097)).collect();
+    let run = run_with(&[("grad_norm", small_first)]);
+    let p = thresholds("first_grad_norm");
+    let v = ask(first_grad_norm, &run, &[], p.clone());
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Warn, "small"));
+    let v = ask(first_grad_norm, &run, &["from_scratch=false"], p);
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // A fine-tune whose loss barely moves may have started at its floor: skip, not "slow".
+    let flat: Vec<(u64, f64)> = (1..=200).map(|t| (t, 1.614 - 2e-5 * t as f64)).collect();
+    let run = run_with(&[("loss", flat)]);
+    let p = thresholds("loss_trend");
+    let v = ask(loss_trend, &run, &["from_scratch=false"], p.clone());
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    assert!(v.message.contains("fine-tune"), "{v:?}");
+    let v = ask(loss_trend, &run, &[], p);
+    assert_eq!(v.status, Status::Warn, "{v:?}");
+}
+
+#[test]
+fn the_val_gap_is_judged_at_the_loss_scale() {
+    let p = thresholds("val_gap");
+    let run = |train: f64, val: f64| {
+        run_with(&[
+            ("loss", (1..=400).map(|t| (t, train)).collect()),
+            ("eval_loss", (1..=4).map(|i| (i * 100, val)).collect()),
+        ])
+    };
+    // A gap of 1.05 on a loss of 8 is 13%: it used to fail as "overfit".
+    let v = ask(val_gap, &run(8.0, 9.05), &[], p.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // Val at 6× train on a small loss runs away though the absolute gap is only 0.5.
+    let v = ask(val_gap, &run(0.1, 0.6), &[], p.clone());
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "overfit"),
+        "{v:?}"
+    );
+    // The seed's case still fails: 1.2 above a loss of 2.
+    let v = ask(val_gap, &run(2.0, 3.2), &[], p);
+    assert_eq!(v.status, Status::Fail, "{v:?}");
+}
+
+#[test]
+fn always_clipping_is_judged_against_the_runs_own_clip_threshold() {
+    let p = thresholds("grad_norm_band");
+    // A LoRA run clipped at 0.3 whose pre-clip norm sits at 2: clipped 6× every step.
+    let run = run_with(&[("grad_norm", (1..=200).map(|t| (t, 2.0)).collect())]);
+    let v = ask(grad_norm_band, &run, &[], p.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    let v = ask(grad_norm_band, &run, &["max_grad_norm=0.3"], p.clone());
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "high"),
+        "{v:?}"
+    );
+    // A LoRA run with a median norm of 0.05 is healthy.
+    let lora = run_with(&[("grad_norm", (1..=200).map(|t| (t, 0.05)).collect())]);
+    assert_eq!(
+        ask(grad_norm_band, &lora, &["max_grad_norm=1.0"], p).status,
+        Status::Pass
+    );
+}
+
+#[test]
+fn an_adapters_small_norm_jumping_tenfold_is_not_a_spike() {
+    let p = thresholds("grad_norm_spikes");
+    let mut g: Vec<(u64, f64)> = (1..=400).map(|t| (t, 0.05)).collect();
+    for t in [50usize, 60, 70, 80, 90] {
+        g[t].1 = 0.6;
+    }
+    let v = ask(
+        grad_norm_spikes,
+        &run_with(&[("grad_norm", g.clone())]),
+        &[],
+        p.clone(),
+    );
+    assert_ne!(v.status, Status::Fail, "{v:?}");
+    // The same jumps on a norm of 1 are spikes (10× the median, above the floor).
+    for x in g.iter_mut() {
+        x.1 *= 20.0;
+    }
+    let v = ask(grad_norm_spikes, &run_with(&[("grad_norm", g)]), &[], p);
+    assert_eq!(v.status, Status::Fail, "{v:?}");
+}
+
+#[test]
+fn a_language_models_nan_from_step_one_is_masking_not_z_loss() {
+    let p = thresholds("loss_degenerate");
+    let nan: Vec<(u64, f64)> = (1..=50).map(|t| (t, f64::NAN)).collect();
+    let v = ask(
+        loss_degenerate,
+        &run_with(&[("loss", nan.clone())]),
+        &["vocab_size=50257"],
+        p.clone(),
+    );
+    assert_eq!(
+        (v.entry.as_str(), v.outcome.as_str()),
+        ("L2", "nan"),
+        "{v:?}"
+    );
+    assert!(v.message.contains("-100"), "{v:?}");
+    let v = ask(
+        loss_degenerate,
+        &run_with(&[("loss", nan)]),
+        &["domain=vision", "num_classes=10"],
+        p,
+    );
+    assert_eq!(v.entry, "V5");
+}
