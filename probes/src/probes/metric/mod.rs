@@ -36,6 +36,7 @@ pub const SPECS: &[ProbeSpec] = &[
     grad_scaler::GRAD_SCALER,
     rl::DPO_HEALTH,
     rl::PPO_HEALTH,
+    rl::RL_SCALE,
     grad_norm::GRAD_NORM_RATIO,
     seed_spread::SEED_SPREAD,
     activations::ACTIVATION_GROWTH,

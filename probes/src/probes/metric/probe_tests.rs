@@ -347,3 +347,27 @@ fn dpo_ppo_scaler_and_baseline_ratio() {
         "needs --baseline"
     );
 }
+
+#[test]
+fn rl_scale_names_raw_reward_scale_and_passes_whitened_twin() {
+    let th = thresholds("rl_scale");
+    let raw = run_with(&[
+        (
+            "ppo/loss/value",
+            (1..=60).map(|t| (t, 900.0 + t as f64)).collect(),
+        ),
+        ("ppo/returns/mean", (1..=60).map(|t| (t, 40.0)).collect()),
+    ]);
+    let v = ask(rl_scale, &raw, &[], th.clone());
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "raw_scale"));
+    let twin = run_with(&[
+        (
+            "ppo/loss/value",
+            (1..=60).map(|t| (t, 0.5 / t as f64)).collect(),
+        ),
+        ("ppo/returns/mean", (1..=60).map(|t| (t, 0.8)).collect()),
+    ]);
+    assert_eq!(ask(rl_scale, &twin, &[], th.clone()).status, Status::Pass);
+    let none = run_with(&[("loss", (1..=60).map(|t| (t, 1.0)).collect())]);
+    assert_eq!(ask(rl_scale, &none, &[], th).status, Status::Skip);
+}

@@ -1,4 +1,4 @@
-//! Preference and RL health: `dpo_health`, `ppo_health`.
+//! Preference and RL health: `dpo_health`, `ppo_health`, `rl_scale`.
 
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 
@@ -184,4 +184,87 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
         );
     }
     out
+}
+
+pub(super) const RL_SCALE: ProbeSpec = ProbeSpec {
+    id: "rl_scale",
+    entries: &["R3"],
+    inputs: &["metrics:value loss", "metrics:returns / advantages"],
+    params: &["value_loss_max", "return_scale_max", "tail_frac"],
+    outcomes: &["pass", "raw_scale", "skip"],
+    run: rl_scale,
+};
+
+const VALUE_LOSS: &[&str] = &[
+    "ppo/loss/value",
+    "loss/value_avg",
+    "loss/value",
+    "value_loss",
+    "train/value_loss",
+];
+const RETURNS: &[&str] = &[
+    "ppo/returns/mean",
+    "ppo/policy/advantages_mean",
+    "returns/mean",
+    "returns",
+    "advantages",
+];
+
+fn first_series<'a>(
+    m: &'a crate::metrics::MetricSet,
+    names: &[&'static str],
+) -> Option<(&'static str, &'a crate::metrics::Series)> {
+    names
+        .iter()
+        .find_map(|n| m.get(n).map(|s| (*n, s)))
+        .filter(|(_, s)| !s.points.is_empty())
+}
+
+// R3: value loss and returns at raw reward scale (no whitening / reward scaling)
+pub fn rl_scale(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (vmax, rmax, tail) = (
+        p!(ctx, "value_loss_max"),
+        p!(ctx, "return_scale_max"),
+        p!(ctx, "tail_frac"),
+    );
+    let m = ctx.run.metrics();
+    let Some((vname, v)) = first_series(m, VALUE_LOSS) else {
+        return vec![Verdict::skip(
+            "R3",
+            "no value-loss series (not a PPO / actor-critic run?)",
+        )];
+    };
+    let vt = tail_mean(v, tail).unwrap_or(0.0);
+    let ret = first_series(m, RETURNS).map(|(n, s)| {
+        let mean_abs = s.points.iter().map(|p| p.value.abs()).sum::<f64>() / s.points.len() as f64;
+        (n, mean_abs)
+    });
+    let big_value = vt > vmax;
+    let big_ret = ret.is_some_and(|(_, r)| r > rmax);
+    let (st, out, msg) = if big_value && (big_ret || ret.is_none()) {
+        (Status::Fail, "raw_scale", "the value loss sits at the raw reward scale (returns far from 1): whiten the advantages, normalise or clip the rewards (running reward std), and clip the value loss")
+    } else if big_value || big_ret {
+        (Status::Warn, "raw_scale", "one of value loss / returns is far above unit scale: consider reward scaling and advantage whitening")
+    } else {
+        (
+            Status::Pass,
+            "pass",
+            "value loss and returns stay near unit scale",
+        )
+    };
+    vec![Verdict::new("R3", st, out)
+        .measured(format!(
+            "{vname} tail mean {}{}",
+            fmt(vt),
+            ret.map(|(n, r)| format!(", mean |{n}| {}", fmt(r)))
+                .unwrap_or_default()
+        ))
+        .expected(format!("value loss ≤ {vmax}, mean |return| ≤ {rmax}"))
+        .message(msg)
+        .evidence(series_evidence(
+            v,
+            v.points[0].step,
+            v.points[v.points.len() - 1].step,
+        ))
+        .value("value_loss_tail", vt)]
 }
