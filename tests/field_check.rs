@@ -27,14 +27,6 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
         "dcp_fsdp_frozen_in_optimizer",
         ".distcp shards are not read",
     ),
-    (
-        "deepspeed_zero2_no_decay_split",
-        "ZeRO optimizer partitions are flattened",
-    ),
-    (
-        "diffusers_ema_never_updated",
-        "ema_weights does not compare the EMA across checkpoints",
-    ),
 ];
 
 fn answers() -> BTreeMap<String, serde_json::Value> {

@@ -738,6 +738,38 @@ fn ema_missing_in_a_diffusion_run_and_identical_ema() {
     let v = one("ema_weights", d.path(), &[]);
     assert_eq!(v.status, Status::Pass, "{v:#?}");
     assert_eq!(v.values["compared"], 1.0);
+
+    // A second save where the UNet trained but `unet_ema` is byte-identical: never stepped.
+    let ema = w.iter().map(|x| x * 0.9).collect::<Vec<f32>>();
+    let save = |root: &Path, step: u64, raw: Vec<f32>, ema: Vec<f32>| {
+        write_st(
+            &root.join(format!(
+                "checkpoint-{step}/unet/diffusion_pytorch_model.safetensors"
+            )),
+            &[t("conv_in.weight", &[8, 8], raw)],
+        );
+        write_st(
+            &root.join(format!(
+                "checkpoint-{step}/unet_ema/diffusion_pytorch_model.safetensors"
+            )),
+            &[t("conv_in.weight", &[8, 8], ema)],
+        );
+    };
+    save(d.path(), 200, randn(64, 0.02, 2), ema.clone());
+    let v = one("ema_weights", d.path(), &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("DF2", Status::Fail, "frozen"),
+        "{v:#?}"
+    );
+    // Healthy twin: the EMA moves a little between the saves.
+    save(
+        d.path(),
+        200,
+        randn(64, 0.02, 2),
+        ema.iter().map(|x| x * 0.99 + 0.001).collect(),
+    );
+    assert_eq!(one("ema_weights", d.path(), &[]).status, Status::Pass);
 }
 
 #[test]

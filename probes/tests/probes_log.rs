@@ -53,6 +53,8 @@ fn the_error_the_log_ends_in_names_its_entry() {
         ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: False, code: -98, name: EADDRINUSE, message: address already in use", "D5"),
         ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.", "T3"),
         ("ValueError: Attempting to unscale FP16 gradients.", "P4"),
+        ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.", "P2"),
+        ("RuntimeError: Error(s) in loading state_dict: The checkpoint being loaded used a DP world size of 8 but the current world size is 4. Automatic adjustment of ZeRO's optimizer state partitioning with a new world size is not currently supported.", "D4"),
         ("TypeError: SFTTrainer.__init__() got an unexpected keyword argument 'tokenizer'", "U1"),
         ("TypeError: TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'", "U2"),
         ("requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json", "L10"),
@@ -100,4 +102,37 @@ fn the_last_error_wins_and_a_warning_line_only_warns() {
         &format!("{CHATTER}KL divergence is starting to become negative: -0.3\n{CHATTER}"),
     )]);
     assert_eq!((v.entry.as_str(), v.status), ("H1", Status::Warn), "{v:?}");
+}
+
+#[test]
+fn a_dataloader_bottleneck_warning_warns_t1() {
+    let line = "UserWarning: The 'train_dataloader' does not have many workers which may be a bottleneck. Consider increasing the value of the `num_workers` argument` to `num_workers=7` in the `DataLoader` to improve performance.";
+    let v = ask(&[("train.log", &format!("{CHATTER}{line}\n{CHATTER}"))]);
+    assert_eq!((v.entry.as_str(), v.status), ("T1", Status::Warn), "{v:?}");
+    // Overflow-and-skip lines while the scaler calibrates are healthy chatter, not P2.
+    let calib = format!("{CHATTER}[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n{CHATTER}");
+    assert_eq!(ask(&[("train.log", &calib)]).status, Status::Pass);
+}
+
+#[test]
+fn an_oom_after_many_logged_steps_is_a_late_oom() {
+    let steps: String = (1..=40)
+        .map(|i| {
+            format!(
+                "{{'loss': {:.3}, 'grad_norm': 1.1, 'learning_rate': 5e-05, 'epoch': {:.2}}}\n",
+                2.5 - i as f64 * 0.01,
+                i as f64 / 100.0
+            )
+        })
+        .collect();
+    let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.20 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.06 GiB is free. Of the allocated memory 20.1 GiB is allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated.";
+    let v = ask(&[("train.log", &format!("{steps}{oom}\n"))]);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("M5", Status::Fail, "M5"),
+        "{v:?}"
+    );
+    // The same OOM at the first step stays M1.
+    let v = ask(&[("train.log", &format!("{CHATTER}{oom}\n"))]);
+    assert_eq!(v.entry, "M1", "{v:?}");
 }

@@ -220,3 +220,28 @@ fn every_fixture_checkpoint_opens_and_streams() {
     }
     assert!(seen > 20, "{seen}");
 }
+
+#[test]
+fn a_deepspeed_zero_partition_reads_as_groups_with_named_params() {
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/field/deepspeed_zero2_no_decay_split/global_step300"
+    ));
+    let o = OptimizerState::read(dir.join("zero_pp_rank_0_mp_rank_00_optim_states.pt")).unwrap();
+    assert!(o.partitioned);
+    assert!(o.state.is_empty(), "ZeRO flattens per-parameter state");
+    assert_eq!(o.groups.len(), 1);
+    let g = &o.groups[0];
+    assert_eq!(g.weight_decay, Some(0.1));
+    assert_eq!(g.eps, Some(1e-8));
+    let names = g
+        .param_names
+        .as_ref()
+        .expect("names from mp_rank_00_model_states.pt");
+    assert_eq!(names.len(), g.params.len());
+    assert!(names.iter().any(|n| n == "fc1.bias"), "{names:?}");
+    assert!(names.iter().any(|n| n == "norm.weight"), "{names:?}");
+    // A plain optimizer.pt is not partitioned.
+    let plain = OptimizerState::read(fx("lm_no_decay_split/checkpoint-300/optimizer.pt")).unwrap();
+    assert!(!plain.partitioned);
+}

@@ -212,6 +212,12 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
             "num_classes" | "num_labels" if numeric => "num_classes",
             "grad_clip" | "max_grad_norm" | "gradient_clip_val" if numeric => "max_grad_norm",
             "gradient_accumulation_steps" | "accum_steps" if numeric => "accum_steps",
+            "dtype" | "precision" | "mixed_precision" | "amp_dtype" => {
+                if let Some(p) = precision_of(v) {
+                    f.set_artifact_if_absent("precision", p, file);
+                }
+                continue;
+            }
             "schedule" | "lr_scheduler_type" | "lr_schedule" if !numeric => {
                 let s = v.to_lowercase();
                 let sched = if s.contains("cos") {
@@ -233,6 +239,22 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
     // nanoGPT: `decay_lr` true means linear warmup then cosine decay to min_lr.
     if get("decay_lr") == Some("true") && get("warmup_iters").is_some() {
         f.set_artifact_if_absent("schedule", "warmup_cosine", file);
+    }
+}
+
+/// A precision as the frameworks write it: Lightning `16-mixed` / `bf16-mixed` / `32`,
+/// accelerate `fp16` / `bf16` / `no`, nanoGPT's `dtype` `float16` / `bfloat16` / `float32`.
+pub(crate) fn precision_of(v: &str) -> Option<&'static str> {
+    let v = v.trim().trim_matches(['"', '\'']).to_ascii_lowercase();
+    let v = v.strip_prefix("torch.").unwrap_or(&v);
+    if v.contains("bf16") || v.contains("bfloat16") {
+        Some("bf16")
+    } else if v.starts_with("16") || v.contains("fp16") || v.contains("float16") || v == "half" {
+        Some("fp16")
+    } else if v.starts_with("32") || v.contains("fp32") || v.contains("float32") || v == "no" {
+        Some("fp32")
+    } else {
+        None
     }
 }
 
@@ -302,6 +324,12 @@ fn training_args_value_facts(v: &crate::tensors::Value, file: &str, f: &mut Fact
     }
     if let Some(m) = args_max {
         set("total_steps", (m as u64).to_string());
+    }
+    let flag = |k: &str| lookup(v, k).and_then(|x| x.as_bool()) == Some(true);
+    if flag("fp16") {
+        set("precision", "fp16".into());
+    } else if flag("bf16") {
+        set("precision", "bf16".into());
     }
     let kind = lookup(v, "lr_scheduler_type")
         .and_then(|x| x.as_str())
@@ -381,6 +409,12 @@ fn hparams_facts(path: &Path, f: &mut Facts) {
             continue;
         };
         let v = v.trim().trim_matches(['"', '\'']);
+        if k.trim() == "precision" {
+            if let Some(p) = precision_of(v) {
+                f.set_artifact_if_absent("precision", p, &file);
+            }
+            continue;
+        }
         if v.is_empty() || v.parse::<f64>().is_err() {
             continue;
         }
@@ -443,6 +477,34 @@ mod tests {
             args: vec![Value::Str(s.into())],
             state: None,
         }
+    }
+
+    #[test]
+    fn the_precision_is_read_as_each_framework_writes_it() {
+        let v = args_object(&[
+            ("learning_rate", Value::Float(2e-5)),
+            ("fp16", Value::Bool(true)),
+            ("bf16", Value::Bool(false)),
+        ]);
+        let mut f = Facts::new();
+        training_args_value_facts(&v, "training_args.bin", &mut f);
+        assert_eq!(f.get("precision"), Some("fp16"));
+        for (written, want) in [
+            ("16-mixed", Some("fp16")),
+            ("bf16-mixed", Some("bf16")),
+            ("32-true", Some("fp32")),
+            ("32", Some("fp32")),
+            ("bfloat16", Some("bf16")),
+            ("float16", Some("fp16")),
+            ("torch.float32", Some("fp32")),
+            ("no", Some("fp32")),
+            ("fp8", None),
+        ] {
+            assert_eq!(precision_of(written), want, "{written}");
+        }
+        let mut f = Facts::new();
+        config_pairs_facts(&[("dtype".into(), "bfloat16".into())], "ckpt.pt", &mut f);
+        assert_eq!(f.get("precision"), Some("bf16"));
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("image_token_id", "token id of the image placeholder"),
     ("image_tokens_per_image", "tokens one image expands into"),
     ("max_grad_norm", "gradient clipping threshold"),
+    (
+        "precision",
+        "fp32 | fp16 | bf16: the (mixed) precision the run trains in",
+    ),
     ("context", "sequence length the run trains or infers at"),
     ("total_steps", "planned optimizer steps of the run"),
     (

@@ -1,6 +1,9 @@
 //! Optimizer state (`optimizer.pt`: `state` per parameter index + `param_groups`) read with our
 //! own walker over the unpickled dict — candle's `read_all` sees no tensors there — plus a
-//! generic reader for other pickled dicts (`scheduler.pt`, `training_args.bin`).
+//! generic reader for other pickled dicts (`scheduler.pt`, `training_args.bin`). A DeepSpeed
+//! ZeRO partition (`zero_pp_rank_*_optim_states.pt`) flattens each group's state into one
+//! tensor: its groups are read, with their parameters' names from the sibling
+//! `mp_rank_*_model_states.pt` (`param_shapes`), and no per-parameter state.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +53,8 @@ pub struct OptimizerState {
     pub groups: Vec<ParamGroup>,
     pub state: BTreeMap<u64, ParamState>,
     pub path: PathBuf,
+    /// A ZeRO partition: groups only, per-parameter state flattened away (not read).
+    pub partitioned: bool,
     zip: TorchZip,
 }
 
@@ -59,6 +64,15 @@ impl OptimizerState {
     pub fn read(path: impl AsRef<Path>) -> Result<OptimizerState> {
         let path = path.as_ref();
         let zip = TorchZip::open(path)?;
+        if let Some(groups) = zero_groups(path, zip.root())? {
+            return Ok(OptimizerState {
+                groups,
+                state: BTreeMap::new(),
+                path: path.to_path_buf(),
+                partitioned: true,
+                zip,
+            });
+        }
         let root = zip.root();
         let sd = [
             Some(root),
@@ -196,6 +210,7 @@ impl OptimizerState {
             groups,
             state,
             path: path.to_path_buf(),
+            partitioned: false,
             zip,
         })
     }
@@ -227,6 +242,89 @@ impl OptimizerState {
     pub fn archive(&self) -> &TorchZip {
         &self.zip
     }
+}
+
+/// The param groups of a DeepSpeed ZeRO optimizer partition (`None` when `root` is not one):
+/// lr / eps / betas / weight_decay from `base_optimizer_state.param_groups`, each group's
+/// parameter names from the sibling `mp_rank_*_model_states.pt` (`param_shapes`, one ordered
+/// dict per group), numbered in order as the ids a plain `optimizer.pt` would use.
+fn zero_groups(path: &Path, root: &Value) -> Result<Option<Vec<ParamGroup>>> {
+    let Some(osd) = lookup(root, "optimizer_state_dict")
+        .filter(|o| lookup(o, "single_partition_of_fp32_groups").is_some())
+    else {
+        return Ok(None);
+    };
+    let groups_v = lookup(osd, "base_optimizer_state")
+        .and_then(|b| lookup(b, "param_groups"))
+        .and_then(Value::as_seq)
+        .ok_or_else(|| {
+            ReadError::format(
+                path,
+                "DeepSpeed ZeRO partition without base_optimizer_state.param_groups",
+            )
+        })?;
+    let sibling = path.parent().and_then(|d| {
+        let mut c: Vec<PathBuf> = std::fs::read_dir(d)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .is_some_and(|n| n.starts_with("mp_rank_") && n.ends_with("_model_states.pt"))
+            })
+            .collect();
+        c.sort();
+        c.into_iter().next()
+    });
+    let shapes: Vec<Vec<String>> = match &sibling {
+        Some(p) => {
+            let z = TorchZip::open(p)?;
+            lookup(z.root(), "param_shapes")
+                .and_then(Value::as_seq)
+                .map(|gs| {
+                    gs.iter()
+                        .map(|g| {
+                            g.as_dict()
+                                .map(|d| d.iter().filter_map(|(k, _)| k.key_string()).collect())
+                                .unwrap_or_default()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    let mut next_id = 0u64;
+    let mut groups = Vec::with_capacity(groups_v.len());
+    for (index, g) in groups_v.iter().enumerate() {
+        let num = |k: &str| lookup(g, k).and_then(Value::as_f64);
+        let names = shapes.get(index).cloned();
+        let n = names.as_ref().map_or(0, Vec::len) as u64;
+        let mut extra = BTreeMap::new();
+        for k in ["fused", "foreach", "amsgrad"] {
+            if let Some(v) = lookup(g, k) {
+                extra.insert(k.to_string(), v.repr(40));
+            }
+        }
+        groups.push(ParamGroup {
+            index,
+            lr: num("lr"),
+            initial_lr: num("initial_lr"),
+            betas: lookup(g, "betas")
+                .and_then(Value::as_seq)
+                .and_then(|s| match s {
+                    [a, b] => Some((a.as_f64()?, b.as_f64()?)),
+                    _ => None,
+                }),
+            eps: num("eps"),
+            weight_decay: num("weight_decay"),
+            params: (next_id..next_id + n).collect(),
+            param_names: names,
+            extra,
+        });
+        next_id += n;
+    }
+    Ok(Some(groups))
 }
 
 /// Unpickles any torch-saved object (`scheduler.pt`, `training_args.bin`, `rng_state.pth`).

@@ -1,9 +1,11 @@
 //! Probes that ask about a dumped batch: padding, label masks, pad token, packing, label
-//! range, input normalisation, class balance, latent scale, image tokens.
+//! range, input normalisation, class balance, latent scale, image tokens, the trainer's
+//! schema, the EOS target and images reaching the text.
 
 use crate::probe::ProbeSpec;
 
 pub mod class_balance;
+pub mod dumps;
 pub mod image_tokens;
 pub mod input_norm;
 pub mod label_mask;
@@ -13,6 +15,7 @@ pub mod packing_positions;
 pub mod pad_side;
 pub mod pad_token;
 pub mod read;
+pub mod schema;
 
 /// The batch probes, in registry order.
 pub const SPECS: &[ProbeSpec] = &[
@@ -25,4 +28,9 @@ pub const SPECS: &[ProbeSpec] = &[
     class_balance::CLASS_BALANCE,
     latent_std::LATENT_STD,
     image_tokens::IMAGE_TOKENS,
+    schema::BATCH_SCHEMA,
+    schema::EOS_TARGET,
+    schema::IMAGE_PRESENCE,
+    dumps::CAPTION_DROP,
+    dumps::EVAL_DETERMINISM,
 ];

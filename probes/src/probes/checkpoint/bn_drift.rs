@@ -1,4 +1,6 @@
-//! `bn_drift` (O18): BatchNorm running statistics drifting under frozen weights.
+//! `bn_drift` (O18): BatchNorm running statistics drifting under frozen weights; when no
+//! weight moved at all between the checkpoints (an evaluation-only span), O5: evaluation
+//! ran in train mode.
 
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 
@@ -6,10 +8,10 @@ use crate::probes::checkpoint::model::*;
 
 pub(super) const BN_DRIFT: ProbeSpec = ProbeSpec {
     id: "bn_drift",
-    entries: &["O18", "V7"],
+    entries: &["O18", "V7", "O5"],
     inputs: &["checkpoint:2", "fact:frozen"],
     params: &["moved_rel"],
-    outcomes: &["pass", "drift", "skip"],
+    outcomes: &["pass", "drift", "eval_mode", "skip"],
     run: bn_drift,
 };
 
@@ -17,13 +19,38 @@ pub(super) const BN_DRIFT: ProbeSpec = ProbeSpec {
 // O18 — BatchNorm running statistics drifting under frozen weights
 // =======================================================================================
 
+/// Two saves at the same step with different content (the model saved again after a
+/// validation pass): the span between them ran no optimizer step.
+fn same_step_pair(run: &crate::run::Run) -> Option<(Model, Model)> {
+    let cks: Vec<_> = run
+        .checkpoints
+        .iter()
+        .filter(|c| !c.weights.is_empty() && !c.step_unknown && !c.is_init)
+        .collect();
+    cks.windows(2)
+        .rev()
+        .filter(|w| w[0].step == w[1].step)
+        .find_map(|w| Some((Model::open(w[0]).ok()?, Model::open(w[1]).ok()?)))
+}
+
 pub fn bn_drift(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "O18";
-    let moved_rel = p!(ctx, E, "moved_rel");
+    if let Some((a, b)) = same_step_pair(ctx.run) {
+        let v = judge(ctx, a, b);
+        if v.first().is_some_and(|v| v.status == Status::Fail) {
+            return v;
+        }
+    }
     let (a, b) = match last_two(ctx.run, E) {
         Ok(x) => x,
         Err(v) => return v,
     };
+    judge(ctx, a, b)
+}
+
+fn judge(ctx: &ProbeCtx, a: Model, b: Model) -> Vec<Verdict> {
+    const E: &str = "O18";
+    let moved_rel = p!(ctx, E, "moved_rel");
     let frozen = ctx.facts.list("frozen");
     let mut modules: Vec<String> = b
         .infos()
@@ -99,6 +126,35 @@ pub fn bn_drift(ctx: &ProbeCtx) -> Vec<Verdict> {
             .expected(expected)
             .message("frozen BatchNorm layers keep their running statistics (eval mode)")
             .evidence(step_ev(&a, &b))];
+    }
+    // No weight anywhere moved (only BatchNorm statistics did): the span between the two
+    // checkpoints ran forward passes without optimizer steps — evaluation in train mode.
+    // Only a pair saved at the same step is known to span no training step.
+    let eval_span = a.step == b.step
+        && frozen.is_empty()
+        && checked == modules.len()
+        && b.infos()
+            .filter(|(n, i)| {
+                i.dtype.is_float()
+                    && !matches!(last_component(n), "running_mean" | "running_var")
+                    && is_trainable(n, i)
+            })
+            .take(32)
+            .filter_map(|(n, _)| moved_of(n))
+            .all(|m| !m);
+    if eval_span {
+        let v = Verdict::new("O5", Status::Fail, "eval_mode")
+            .measured(format!(
+                "{measured}; no weight moved (both saved at step {})",
+                a.step
+            ))
+            .expected("evaluation leaves BatchNorm running statistics untouched")
+            .message(format!(
+                "only BatchNorm running statistics changed between these checkpoints — no weight did: forward passes ran in train mode without optimizer steps, i.e. evaluation without model.eval() ({}) — call model.eval() before every validation pass (and model.train() after), and evaluate under torch.no_grad()",
+                list_some(&drift, 4)
+            ))
+            .evidence(step_ev(&a, &b));
+        return vec![v.value("drifting", drift.len() as f64)];
     }
     let mut v = Verdict::new(E, Status::Fail, "drift")
         .measured(measured)

@@ -1,4 +1,5 @@
-//! `ema_weights` (DF2): EMA weights that never moved or track the live weights exactly.
+//! `ema_weights` (DF2): EMA weights that never moved (byte-identical across checkpoints while
+//! the raw weights trained) or track the live weights exactly.
 
 use std::path::PathBuf;
 
@@ -55,7 +56,7 @@ pub(super) const EMA_WEIGHTS: ProbeSpec = ProbeSpec {
     entries: &["DF2", "DF1"],
     inputs: &["checkpoint", "fact:domain", "config"],
     params: &["identical_rel"],
-    outcomes: &["pass", "missing", "identical", "skip"],
+    outcomes: &["pass", "missing", "identical", "frozen", "skip"],
     run: ema_weights,
 };
 
@@ -105,6 +106,9 @@ pub fn ema_weights(ctx: &ProbeCtx) -> Vec<Verdict> {
         if let Some(m) = &newest {
             v = v.evidence(m.ev());
         }
+        return vec![v];
+    }
+    if let Some(v) = frozen_ema(ctx) {
         return vec![v];
     }
     // Pair EMA tensors with the raw ones.
@@ -189,4 +193,62 @@ pub fn ema_weights(ctx: &ProbeCtx) -> Vec<Verdict> {
         ))
         .value("compared", compared as f64)
         .value("identical", same as f64)]
+}
+
+/// Separate EMA files saved at two different steps (diffusers' `checkpoint-N/unet_ema`) that
+/// are byte-identical while the raw weights moved between the same steps: the EMA was never
+/// stepped (or its decay is 1).
+fn frozen_ema(ctx: &ProbeCtx) -> Option<Verdict> {
+    let mut by_step: Vec<(u64, &PathBuf)> = ctx
+        .run
+        .artifacts
+        .iter()
+        .filter(|a| a.kind.is_weights() && is_ema_path(&a.path))
+        .filter_map(|a| a.step.map(|s| (s, &a.path)))
+        .collect();
+    by_step.sort();
+    by_step.dedup_by_key(|x| x.0);
+    let [.., (sa, pa), (sb, pb)] = by_step.as_slice() else {
+        return None;
+    };
+    let ea = Model::open_paths(&[*pa], *sa).ok()?;
+    let eb = Model::open_paths(&[*pb], *sb).ok()?;
+    let (mut compared, mut same) = (0usize, 0usize);
+    for (n, i) in eb.infos().filter(|(_, i)| i.dtype.is_float()).take(64) {
+        let Some(an) = ea.find(n) else { continue };
+        if ea.info(an).map(|x| x.numel()) != Some(i.numel()) {
+            continue;
+        }
+        if let Ok(d) = ea.diff(an, &eb, n) {
+            compared += 1;
+            if d.identical_bytes || d.norm_diff == 0.0 {
+                same += 1;
+            }
+        }
+    }
+    if compared == 0 || same < compared {
+        return None;
+    }
+    // The raw weights at the same two steps must have moved.
+    let cks = weight_ckpts(ctx.run);
+    let ra = cks.iter().find(|c| c.step == *sa)?;
+    let rb = cks.iter().find(|c| c.step == *sb)?;
+    let (ma, mb) = (Model::open(ra).ok()?, Model::open(rb).ok()?);
+    let (mv, _) = movements(&ma, &mb, is_trainable);
+    let moved = mv.iter().filter(|m| m.rel > 0.0).count();
+    if moved == 0 {
+        return None;
+    }
+    Some(
+        Verdict::new("DF2", Status::Fail, "frozen")
+            .measured(format!(
+                "EMA byte-identical between steps {sa} and {sb} in all {compared} compared tensors, while {moved} of {} raw tensors moved",
+                mv.len()
+            ))
+            .expected("the EMA moves a little every step (decay ~0.999)")
+            .message("the EMA weights never change while the model trains: ema_model.step(model.parameters()) is never called (or its decay is 1) — so the saved / exported EMA is the initial model; call it after every optimizer.step() (diffusers: under `if accelerator.sync_gradients:`)")
+            .evidence(Evidence::file(pa.as_path()))
+            .evidence(Evidence::file(pb.as_path()))
+            .value("compared", compared as f64),
+    )
 }

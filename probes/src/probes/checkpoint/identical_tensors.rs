@@ -8,13 +8,50 @@ use crate::probes::checkpoint::model::*;
 // O2/O3/O4 — byte-identical tensors
 // =======================================================================================
 
-/// Tensors expected not to train: declared frozen, a LoRA base, a tower frozen by the stage.
-fn expected_static(ctx: &ProbeCtx, m: &Model) -> impl Fn(&str) -> bool {
+/// The modules that may directly follow `module` (`0` → `1`, `conv1` → `bn1` / `norm1`,
+/// `layer.conv` → `layer.bn`).
+fn next_modules(module: &str) -> Vec<String> {
+    let (parent, leaf) = match module.rsplit_once('.') {
+        Some((p, l)) => (format!("{p}."), l),
+        None => (String::new(), module),
+    };
+    let mut out = Vec::new();
+    if let Ok(n) = leaf.parse::<u64>() {
+        out.push(format!("{parent}{}", n + 1));
+    }
+    for (from, to) in [("conv", "bn"), ("conv", "norm"), ("conv", "batchnorm")] {
+        if leaf.contains(from) {
+            out.push(format!("{parent}{}", leaf.replacen(from, to, 1)));
+        }
+    }
+    out
+}
+
+/// A conv / linear bias that feeds straight into BatchNorm: BatchNorm subtracts the batch mean,
+/// so the bias's gradient is exactly zero and it never moves — by construction, not a bug.
+fn bias_before_batchnorm(m: &Model, name: &str) -> bool {
+    let Some(module) = name.strip_suffix(".bias") else {
+        return false;
+    };
+    let weight_nd = m
+        .info(&format!("{module}.weight"))
+        .is_some_and(|w| w.shape.len() >= 2);
+    let width = m.info(name).map(|b| b.shape.clone());
+    weight_nd
+        && next_modules(module).iter().any(|n| {
+            m.info(&format!("{n}.running_mean"))
+                .is_some_and(|r| Some(r.shape.clone()) == width)
+        })
+}
+
+/// Tensors expected not to train: declared frozen, a LoRA base, a tower frozen by the stage,
+/// a bias feeding BatchNorm.
+fn expected_static<'a>(ctx: &ProbeCtx, m: &'a Model) -> impl Fn(&str) -> bool + 'a {
     let frozen = ctx.facts.list("frozen");
     let lora = m.has_lora();
     let stage = ctx.facts.u64("stage");
     move |name: &str| {
-        if frozen.iter().any(|p| under(name, p)) {
+        if frozen.iter().any(|p| under(name, p)) || bias_before_batchnorm(m, name) {
             return true;
         }
         if lora && !is_lora(name) && !name.contains("modules_to_save") {

@@ -1,4 +1,5 @@
-//! `nonfinite_weights` (L6): NaN or Inf in any checkpoint tensor.
+//! `nonfinite_weights` (L6): NaN or Inf in any checkpoint tensor; with a fused optimizer
+//! and a grad norm that stayed finite, the fused step itself (O11).
 
 use std::collections::HashSet;
 
@@ -32,10 +33,10 @@ fn nonfinite_in(
 }
 pub(super) const NONFINITE_WEIGHTS: ProbeSpec = ProbeSpec {
     id: "nonfinite_weights",
-    entries: &["L6"],
-    inputs: &["checkpoint"],
+    entries: &["L6", "O11"],
+    inputs: &["checkpoint", "optimizer", "metrics:grad_norm"],
     params: &["max_nonfinite"],
-    outcomes: &["pass", "nonfinite", "skip"],
+    outcomes: &["pass", "nonfinite", "fused", "skip"],
     run: nonfinite_weights,
 };
 
@@ -101,6 +102,39 @@ pub fn nonfinite_weights(ctx: &ProbeCtx) -> Vec<Verdict> {
             .iter()
             .map(|(n, nan, inf)| format!("{n} ({nan} NaN, {inf} Inf)"))
             .collect();
+        // The gradients stayed finite yet the weights did not, and the optimizer's step is
+        // a fused kernel: the update itself produced the NaN (O11).
+        let grads_finite =
+            ctx.run.metrics().get("grad_norm").is_some_and(|g| {
+                !g.points.is_empty() && g.points.iter().all(|p| p.value.is_finite())
+            });
+        let fused = grads_finite
+            && crate::probes::checkpoint::optimizer_state::newest_optimizer(ctx.run, E).is_ok_and(
+                |(o, _)| {
+                    o.groups.iter().any(|g| {
+                        g.extra
+                            .get("fused")
+                            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                    })
+                },
+            );
+        if fused {
+            let mut v = Verdict::new("O11", Status::Fail, "fused")
+                .measured(format!(
+                    "{total} non-finite values in {} tensor(s) while every logged grad norm is finite; param_groups carry fused=True",
+                    bad.len()
+                ))
+                .message(format!(
+                    "the weights turned NaN/Inf although the gradients stayed finite, and the optimizer step is the fused kernel: {} — construct the optimizer with fused=False (or foreach=True), and keep the optimizer state in fp32 under AMP / FSDP",
+                    list_some(&names, 4)
+                ));
+            for (n, _, _) in bad.iter().take(3) {
+                v = v.evidence(m.ev().tensor(n));
+            }
+            return vec![v
+                .expected(format!("≤ {max_bad} non-finite values"))
+                .value("nonfinite", total as f64)];
+        }
         let mut v = Verdict::new(E, Status::Fail, "nonfinite")
             .measured(format!("{total} non-finite values in {} tensor(s)", bad.len()))
             .message(format!(

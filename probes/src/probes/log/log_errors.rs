@@ -11,7 +11,8 @@ use crate::run::ArtifactKind;
 pub(crate) const LOG_ERRORS: ProbeSpec = ProbeSpec {
     id: "log_errors",
     entries: &[
-        "M1", "M3", "M6", "D1", "D2", "D5", "T3", "P3", "P4", "U1", "U2", "L10", "H1",
+        "M1", "M3", "M5", "M6", "D1", "D2", "D4", "D5", "T1", "T3", "P2", "P3", "P4", "U1", "U2",
+        "L10", "H1",
     ],
     inputs: &["log"],
     // The entry keys hold each entry's error strings (data in playbook/probes.yaml).
@@ -19,13 +20,16 @@ pub(crate) const LOG_ERRORS: ProbeSpec = ProbeSpec {
         "tail_bytes",
         "min_unallocated_gib",
         "unallocated_ratio",
+        "late_oom_lines",
         "warn_entries",
         "M1",
         "D1",
         "D2",
         "D4",
         "D5",
+        "T1",
         "T3",
+        "P2",
         "P3",
         "P4",
         "U1",
@@ -35,8 +39,8 @@ pub(crate) const LOG_ERRORS: ProbeSpec = ProbeSpec {
     ],
     // The outcome is the entry whose error the log ends in (trees branch on it).
     outcomes: &[
-        "pass", "M1", "M3", "M6", "D1", "D2", "D4", "D5", "T3", "P3", "P4", "U1", "U2", "L10",
-        "H1", "skip",
+        "pass", "M1", "M3", "M5", "M6", "D1", "D2", "D4", "D5", "T1", "T3", "P2", "P3", "P4", "U1",
+        "U2", "L10", "H1", "skip",
     ],
     run: log_errors,
 };
@@ -53,9 +57,10 @@ struct Hit {
 
 pub fn log_errors(ctx: &ProbeCtx) -> Vec<Verdict> {
     let tail = p!(ctx, "M1", "tail_bytes").max(4096.0) as u64;
-    let (min_unalloc, unalloc_ratio) = (
+    let (min_unalloc, unalloc_ratio, late_lines) = (
         p!(ctx, "M1", "min_unallocated_gib"),
         p!(ctx, "M1", "unallocated_ratio"),
+        p!(ctx, "M1", "late_oom_lines") as usize,
     );
     let warn_entries: Vec<String> = ctx
         .params
@@ -104,7 +109,7 @@ pub fn log_errors(ctx: &ProbeCtx) -> Vec<Verdict> {
             for (entry, pats) in &patterns {
                 if pats.iter().any(|p| lower.contains(p.as_str())) {
                     let entry = if entry == "M1" {
-                        refine_oom(&lines, i, min_unalloc, unalloc_ratio)
+                        refine_oom(&lines, i, min_unalloc, unalloc_ratio, late_lines)
                     } else {
                         entry.clone()
                     };
@@ -156,10 +161,33 @@ pub fn log_errors(ctx: &ProbeCtx) -> Vec<Verdict> {
     vec![v.value("matches", hits.len() as f64)]
 }
 
+/// A line that reports a training step: HF's `{'loss': …}`, `loss=` / `loss:` with a number,
+/// or a tqdm bar's `it/s` / `s/it`.
+fn is_progress(line: &str) -> bool {
+    let l = line.to_lowercase();
+    l.contains("'loss': ")
+        || l.contains("it/s]")
+        || l.contains("s/it]")
+        || ["loss=", "loss: ", "loss "].iter().any(|k| {
+            l.find(k).is_some_and(|at| {
+                l[at + k.len()..]
+                    .trim_start()
+                    .starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '.')
+            })
+        })
+}
+
 /// An out-of-memory error, refined by what surrounds it: raised inside the evaluation loop
-/// (M6), or with far more memory reserved-but-unallocated than the request (fragmentation,
-/// M3); else M1.
-fn refine_oom(lines: &[&str], i: usize, min_unalloc_gib: f64, ratio: f64) -> String {
+/// (M6), with far more memory reserved-but-unallocated than the request (fragmentation, M3),
+/// after the run had logged many training steps (a late OOM: the longest batch, M5 — or a
+/// leak, M2, when logged memory climbs); else M1.
+fn refine_oom(
+    lines: &[&str],
+    i: usize,
+    min_unalloc_gib: f64,
+    ratio: f64,
+    late_lines: usize,
+) -> String {
     let msg: String = lines[i..(i + 4).min(lines.len())].join(" ");
     let tried = gib_after(&msg, "tried to allocate ");
     let unalloc = gib_before(&msg, " is reserved by pytorch but unallocated");
@@ -184,6 +212,8 @@ fn refine_oom(lines: &[&str], i: usize, min_unalloc_gib: f64, ratio: f64) -> Str
     });
     if in_eval {
         "M6".into()
+    } else if lines[..i].iter().filter(|l| is_progress(l)).count() >= late_lines {
+        "M5".into()
     } else {
         "M1".into()
     }

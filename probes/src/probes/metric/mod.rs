@@ -5,6 +5,7 @@ use crate::metrics::{Point, Series};
 use crate::probe::{ProbeCtx, ProbeSpec, Verdict};
 
 pub mod activations;
+pub mod divergence;
 pub mod grad_norm;
 pub mod grad_scaler;
 pub mod init_loss;
@@ -16,6 +17,9 @@ pub(crate) mod objective;
 mod probe_tests;
 pub mod rl;
 pub mod seed_spread;
+#[cfg(test)]
+mod signal_tests;
+pub mod systems;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -33,6 +37,8 @@ pub const SPECS: &[ProbeSpec] = &[
     loss::VAL_GAP,
     loss::LOSS_DEGENERATE,
     loss_floor::LOSS_FLOOR,
+    divergence::NAN_ONSET,
+    divergence::LATE_SPIKES,
     grad_scaler::GRAD_SCALER,
     rl::DPO_HEALTH,
     rl::PPO_HEALTH,
@@ -41,6 +47,9 @@ pub const SPECS: &[ProbeSpec] = &[
     seed_spread::SEED_SPREAD,
     activations::ACTIVATION_GROWTH,
     activations::DEAD_UNITS,
+    systems::MEMORY_GROWTH,
+    systems::DATA_WAIT,
+    systems::EVAL_ZERO,
 ];
 
 pub(crate) fn need<'a>(

@@ -24,6 +24,12 @@ pub fn params_without_state(ctx: &ProbeCtx) -> Vec<Verdict> {
         Ok(x) => x,
         Err(v) => return v,
     };
+    if opt.partitioned {
+        return vec![Verdict::skip(
+            E,
+            "a DeepSpeed ZeRO partition: per-parameter state is flattened into one tensor per group",
+        )];
+    }
     let total: usize = opt.groups.iter().map(|g| g.params.len()).sum();
     let missing = opt.params_without_state();
     let step = max_state_step(&opt)

@@ -1,0 +1,243 @@
+"""Signature corpus for the issue-20 probes: tiny real PyTorch runs on CPU (seconds each),
+each with one bug whose artifacts carry an entry's signature, beside a healthy twin.
+
+art_bn_eval_train_mode (O5)  conv+BatchNorm net; validation runs without model.eval(), and
+                             the script saves the model again after validating (same step)
+art_bn_eval_healthy          the same with model.eval() around validation
+art_data_wait (T1)           Dataset.__getitem__ decodes per sample (a sleep), num_workers=0;
+                             mmengine-style JSONL with data_time and time per iteration
+art_data_wait_healthy        the same data pre-decoded once before training
+art_nan_lr_ramp (F22)        an LR that keeps ramping (no decay): the grad norm climbs for
+                             hundreds of steps, then the loss goes inf/NaN (fp32)
+art_fp16_overflow (P1)       fp16 autocast + GradScaler: from step 200 a data source arrives
+                             un-normalised, the forward overflows 65504, the loss is inf/NaN
+art_fp16_healthy             the same fp16 run with every input normalised
+art_finetune_shared_lr (O19) a pretrained backbone plus a new head, one AdamW group at 1e-3
+art_finetune_two_groups      backbone 2e-5, head 1e-3 in two groups
+Writes under tests/bugs/art/<run>/ and merges tests/bugs/art/answers.json.
+Usage: /work/venv-field/bin/python scripts/bugs/art_signals.py [run ...]
+"""
+import json, math, os, shutil, sys, time
+
+import torch
+from safetensors.torch import save_file
+from torch.utils.tensorboard import SummaryWriter
+
+torch.set_num_threads(1)
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "bugs", "art")
+
+
+def fresh(name):
+    out = os.path.join(ROOT, name)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    return out
+
+
+def save(model, path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, path)
+
+
+# ---- O5: evaluation in train mode ------------------------------------------------------
+def bn_eval(name, eval_mode):
+    torch.manual_seed(0)
+    out = fresh(name)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    opt = torch.optim.Adam(net.parameters(), lr=3e-4)
+    x = torch.randn(256, 3, 8, 8)
+    y = (x[:, 0].mean((1, 2)) > 0).long() + 2 * (x[:, 1].mean((1, 2)) > 0).long()
+    xv = torch.randn(64, 3, 8, 8) * 1.5 + 0.3  # validation images differ in statistics
+    w = SummaryWriter(out)
+    step = 0
+    for epoch in range(2):
+        net.train()
+        for i in range(0, 256, 32):
+            step += 1
+            loss = torch.nn.functional.cross_entropy(net(x[i:i + 32]), y[i:i + 32])
+            opt.zero_grad(); loss.backward(); opt.step()
+            w.add_scalar("train/loss", loss.item(), step)
+        save(net, os.path.join(out, f"step_{step}", "model.safetensors"))
+        if eval_mode:
+            net.eval()
+        with torch.no_grad():
+            for i in range(0, 64, 16):
+                net(xv[i:i + 16])
+        # "save the model we just validated" — same step, after the validation pass
+        save(net, os.path.join(out, f"step_{step}_validated", "model.safetensors"))
+    w.close()
+
+
+# ---- T1: data-bound steps ---------------------------------------------------------------
+class SlowSet(torch.utils.data.Dataset):
+    def __init__(self, n, slow):
+        self.x = torch.randn(n, 32)
+        self.y = (self.x.sum(1) > 0).long()
+        self.slow = slow
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        if self.slow:
+            time.sleep(0.002)  # per-sample decode / augmentation on the main process
+        return self.x[i], self.y[i]
+
+
+def data_wait(name, slow):
+    torch.manual_seed(0)
+    out = fresh(name)
+    net = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 2))
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    dl = torch.utils.data.DataLoader(SlowSet(1024, slow), batch_size=16, shuffle=True, num_workers=0)
+    with open(os.path.join(out, "log.jsonl"), "w") as f:
+        step = 0
+        for epoch in range(2):
+            t0 = time.perf_counter()
+            for xb, yb in dl:
+                t1 = time.perf_counter()
+                step += 1
+                loss = torch.nn.functional.cross_entropy(net(xb), yb)
+                opt.zero_grad(); loss.backward(); opt.step()
+                # some real compute per step, as a GPU step would take
+                for _ in range(3):
+                    torch.mm(torch.randn(192, 192), torch.randn(192, 192))
+                t2 = time.perf_counter()
+                if step % 5 == 0:
+                    f.write(json.dumps({"step": step, "loss": loss.item(), "lr": 1e-3,
+                                        "data_time": t1 - t0, "time": t2 - t0}) + "\n")
+                t0 = time.perf_counter()
+
+
+# ---- F22: an LR that keeps ramping until the run diverges -------------------------------
+def nan_ramp(name):
+    torch.manual_seed(0)
+    out = fresh(name)
+    net = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+    opt = torch.optim.SGD(net.parameters(), lr=1e-3)
+    x = torch.randn(512, 16)
+    y = x[:, :1] * 2.0 + 0.1 * torch.randn(512, 1)
+    w = SummaryWriter(out)
+    for step in range(1, 801):
+        lr = 1e-3 * 1.012 ** step  # "warm-up" with no end
+        for g in opt.param_groups:
+            g["lr"] = lr
+        i = (step * 32) % 512
+        loss = torch.nn.functional.mse_loss(net(x[i:i + 32]), y[i:i + 32])
+        opt.zero_grad(); loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(net.parameters(), float("inf"))
+        opt.step()
+        if step % 5 == 0:
+            w.add_scalar("train/loss", loss.item(), step)
+            w.add_scalar("train/grad_norm", gn.item(), step)
+            w.add_scalar("train/learning_rate", lr, step)
+        if not math.isfinite(loss.item()) and step > 5:
+            # the user's loop keeps logging a few steps, then stops
+            if step % 5 != 0:
+                w.add_scalar("train/loss", loss.item(), step)
+            break
+    w.close()
+
+
+# ---- P1: fp16 forward overflow ---------------------------------------------------------
+def fp16(name, overflow):
+    torch.manual_seed(0)
+    out = fresh(name)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                              torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    opt = torch.optim.AdamW(net.parameters(), lr=3e-4)
+    scaler = torch.amp.GradScaler("cpu")
+    x = torch.randn(2048, 64)
+    y = (x[:, :10].argmax(1))
+    w = SummaryWriter(out)
+    for step in range(1, 401):
+        i = (step * 32) % 2048
+        xb = x[i:i + 32]
+        if overflow and step >= 200:
+            # a second data source joins the mixture without the normalisation step: raw
+            # feature values in the thousands
+            xb = xb * 4000.0
+        with torch.autocast("cpu", dtype=torch.float16):
+            logits = net(xb)
+            loss = torch.nn.functional.cross_entropy(logits, y[i:i + 32])
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        gn = torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        scaler.step(opt); scaler.update()
+        if step % 5 == 0:
+            w.add_scalar("train/loss", loss.item(), step)
+            w.add_scalar("train/grad_norm", gn.item(), step)
+            w.add_scalar("train/loss_scale", scaler.get_scale(), step)
+    w.close()
+
+
+# ---- O19: one high LR for a pretrained backbone and a new head --------------------------
+def finetune(name, shared):
+    torch.manual_seed(0)
+    out = fresh(name)
+    backbone = torch.nn.Sequential(torch.nn.Linear(32, 128), torch.nn.GELU(), torch.nn.LayerNorm(128),
+                                   torch.nn.Linear(128, 128), torch.nn.GELU())
+    # "pretraining": a regression task on the same inputs
+    x = torch.randn(1024, 32)
+    pre_head = torch.nn.Linear(128, 8)
+    popt = torch.optim.AdamW(list(backbone.parameters()) + list(pre_head.parameters()), lr=1e-3)
+    for i in range(300):
+        xb = x[(i * 64) % 1024:(i * 64) % 1024 + 64]
+        loss = torch.nn.functional.mse_loss(pre_head(backbone(xb)), xb[:, :8].sin())
+        popt.zero_grad(); loss.backward(); popt.step()
+    model = torch.nn.Sequential()
+    model.add_module("backbone", backbone)
+    model.add_module("classifier", torch.nn.Linear(128, 4))  # the new head
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    if shared:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    else:
+        def split(mod, lr):  # decay for matrices, none for biases / norms
+            ps = list(mod.parameters())
+            return [{"params": [p for p in ps if p.ndim >= 2], "lr": lr, "weight_decay": 0.01},
+                    {"params": [p for p in ps if p.ndim < 2], "lr": lr, "weight_decay": 0.0}]
+        opt = torch.optim.AdamW(split(model.backbone, 2e-5) + split(model.classifier, 1e-3))
+    w = SummaryWriter(out)
+    with open(os.path.join(out, "README.md"), "w") as f:
+        f.write("# tiny-cls\n\nThis model is a fine-tuned version of [tiny-backbone](https://example.org/tiny-backbone) on a toy dataset.\n")
+    for step in range(1, 201):
+        i = (step * 32) % 1024
+        loss = torch.nn.functional.cross_entropy(model(x[i:i + 32]), y[i:i + 32])
+        opt.zero_grad(); loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % 5 == 0:
+            w.add_scalar("train/loss", loss.item(), step)
+            w.add_scalar("train/grad_norm", gn.item(), step)
+        if step in (100, 200):
+            ck = os.path.join(out, f"checkpoint-{step}")
+            save(model, os.path.join(ck, "model.safetensors"))
+            torch.save(opt.state_dict(), os.path.join(ck, "optimizer.pt"))
+    w.close()
+
+
+RUNS = {
+    "art_bn_eval_train_mode": (lambda n: bn_eval(n, False), ["O5"], "validation without model.eval(): BatchNorm running stats updated by eval batches", {}),
+    "art_bn_eval_healthy": (lambda n: bn_eval(n, True), [], None, {}),
+    "art_data_wait": (lambda n: data_wait(n, True), ["T1"], "per-sample work in __getitem__ with num_workers=0", {}),
+    "art_data_wait_healthy": (lambda n: data_wait(n, False), [], None, {}),
+    "art_nan_lr_ramp": (nan_ramp, ["F22", "S2.1", "S2.2", "L6"], "LR ramps without end until the loss diverges", {"precision": "fp32"}),
+    "art_fp16_overflow": (lambda n: fp16(n, True), ["P1"], "fp16 autocast: un-normalised inputs from step 200 overflow 65504 in the forward", {}),
+    "art_fp16_healthy": (lambda n: fp16(n, False), [], None, {}),
+    "art_finetune_shared_lr": (lambda n: finetune(n, True), ["O19"], "pretrained backbone and new head in one AdamW group at lr 1e-3", {}),
+    "art_finetune_two_groups": (lambda n: finetune(n, False), [], None, {}),
+}
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or list(RUNS)
+    ans_path = os.path.join(ROOT, "answers.json")
+    ans = json.load(open(ans_path)) if os.path.exists(ans_path) else {}
+    for n in names:
+        fn, accept, bug, facts = RUNS[n]
+        fn(n)
+        ans[n] = {"accept": accept, "facts": facts, "bug": bug, "made_by": {"torch": torch.__version__}}
+        print(n, "written")
+    json.dump(ans, open(ans_path, "w"), indent=2, sort_keys=True)
