@@ -192,13 +192,13 @@ def finetune(name, shared):
     model.add_module("backbone", backbone)
     model.add_module("classifier", torch.nn.Linear(128, 4))  # the new head
     y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    def split(mod, lr):  # decay for matrices, none for biases / norms
+        ps = list(mod.parameters())
+        return [{"params": [p for p in ps if p.ndim >= 2], "lr": lr, "weight_decay": 0.01},
+                {"params": [p for p in ps if p.ndim < 2], "lr": lr, "weight_decay": 0.0}]
     if shared:
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        opt = torch.optim.AdamW(split(model, 1e-3))
     else:
-        def split(mod, lr):  # decay for matrices, none for biases / norms
-            ps = list(mod.parameters())
-            return [{"params": [p for p in ps if p.ndim >= 2], "lr": lr, "weight_decay": 0.01},
-                    {"params": [p for p in ps if p.ndim < 2], "lr": lr, "weight_decay": 0.0}]
         opt = torch.optim.AdamW(split(model.backbone, 2e-5) + split(model.classifier, 1e-3))
     w = SummaryWriter(out)
     with open(os.path.join(out, "README.md"), "w") as f:

@@ -24,6 +24,7 @@ def corpora():
 def main():
     exe = sys.argv[1] if len(sys.argv) > 1 else str(REPO / "target" / "debug" / "mltriage")
     tot = {"bugged": 0, "named": 0, "first": 0, "healthy": 0, "clean": 0}
+    frameworks = {}  # field corpus runs by the framework their name starts with
     misses, dirty = [], []
     for ans_path in corpora():
         answers = json.loads(ans_path.read_text())
@@ -39,7 +40,11 @@ def main():
             except (json.JSONDecodeError, KeyError):
                 finds = None
             ids = [f["id"] for f in finds or []]
+            fw = frameworks.setdefault(run.split("_")[0], dict.fromkeys(tot, 0)) \
+                if ans_path.parent.name == "field" else {}
             if not ans["accept"]:
+                fw["healthy"] = fw.get("healthy", 0) + 1
+                fw["clean"] = fw.get("clean", 0) + (finds == [])
                 per["healthy"] += 1
                 if finds == []:
                     per["clean"] += 1
@@ -50,6 +55,9 @@ def main():
                 hit = any(i in ans["accept"] for i in ids)
                 per["named"] += hit
                 per["first"] += bool(ids) and ids[0] in ans["accept"]
+                fw["bugged"] = fw.get("bugged", 0) + 1
+                fw["named"] = fw.get("named", 0) + hit
+                fw["first"] = fw.get("first", 0) + (bool(ids) and ids[0] in ans["accept"])
                 if not hit:
                     misses.append(f"{run}: want {ans['accept']}, got {ids}")
         rel = ans_path.parent.relative_to(REPO) if REPO in ans_path.parents else ans_path.parent
@@ -61,6 +69,11 @@ def main():
     print(f"{'TOTAL':32} recall {tot['named']}/{tot['bugged']} = {100 * tot['named'] / b:.1f}%, "
           f"top-1 {tot['first']}/{tot['bugged']} = {100 * tot['first'] / b:.1f}%; "
           f"healthy clean {tot['clean']}/{tot['healthy']}")
+    if frameworks:
+        print("field corpus per framework:")
+        for name, f in sorted(frameworks.items()):
+            print(f"  {name:12} bugs {f['named']}/{f['bugged']} named, {f['first']} top-1; "
+                  f"healthy {f['clean']}/{f['healthy']} clean")
     for m in misses:
         print("  missed", m)
     for d in dirty:
