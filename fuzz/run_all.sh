@@ -15,7 +15,7 @@ run() {
 bash ./seed.sh > /dev/null
 mkdir -p logs
 # Paired so the slow targets (a scratch file and a zip or YAML parse per input) run side by side.
-targets=(${TARGETS:-torch_zip playbook_yaml metrics_text tfevents safetensors pickle safetensors_index field_logs})
+targets=(${TARGETS:-torch_zip playbook_yaml metrics_text tfevents safetensors pickle safetensors_index field_logs dcp})
 for ((i = 0; i < ${#targets[@]}; i += 2)); do
   run "${targets[i]}" &
   [ -n "${targets[i+1]:-}" ] && run "${targets[i+1]}" &

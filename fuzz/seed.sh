@@ -65,3 +65,10 @@ for f in $T/**/metrics/*/* $T/**/metrics/*; do
   [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 65535 ] || continue
   { printf '\x02'; cat "$f"; } > "corpus/field_logs/seed-mlflow-$i"; i=$((i + 1))
 done
+# dcp: a 4-byte little-endian length, the .metadata, then its first shard.
+mkdir -p corpus/dcp
+for d in ../tests/field/dcp_*/step_*; do
+  m="$d/.metadata"; s="$d/__0_0.distcp"
+  [ -f "$m" ] && [ -f "$s" ] || continue
+  python3 -c "import struct,sys; m=open(sys.argv[1],'rb').read(); s=open(sys.argv[2],'rb').read(); sys.stdout.buffer.write(struct.pack('<I',len(m))+m+s)" "$m" "$s" > "corpus/dcp/seed-$(echo "$d" | tr '/.' '__')"
+done

@@ -33,6 +33,7 @@ fn fuzz_regression_inputs_do_not_panic() {
     total += replay("tfevents", fz::tfevents);
     total += replay("metrics_text", fz::metrics_text);
     total += replay("field_logs", fz::field_logs);
+    total += replay("dcp", fz::dcp);
     total += replay("playbook_yaml", mltriage::catalog::load::fuzz_yaml);
     println!("replayed {total} fuzz inputs");
 }
@@ -144,4 +145,50 @@ fn glob_wandb(field: &std::path::Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn dcp_reader_survives_mutated_real_checkpoints() {
+    // Byte flips, truncations and splices of a real torch.distributed.checkpoint (.metadata and
+    // its first shard), through the `dcp` cargo-fuzz entry point.
+    use mltriage_probes::fuzzing as fz;
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/field/dcp_fsdp_healthy/step_150"
+    ));
+    let meta = std::fs::read(dir.join(".metadata")).unwrap();
+    let shard = std::fs::read(dir.join("__0_0.distcp")).unwrap();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..120 {
+        let (mut m, mut s) = (meta.clone(), shard.clone());
+        let target = if round % 2 == 0 { &mut m } else { &mut s };
+        match next() % 3 {
+            0 => {
+                for _ in 0..1 + next() % 8 {
+                    let i = (next() as usize) % target.len().max(1);
+                    if let Some(b) = target.get_mut(i) {
+                        *b ^= (next() & 0xff) as u8;
+                    }
+                }
+            }
+            1 => target.truncate((next() as usize) % (target.len() + 1)),
+            _ => {
+                let i = (next() as usize) % (target.len() + 1);
+                let j = (next() as usize) % (target.len() + 1);
+                let (a, b) = (i.min(j), i.max(j));
+                let chunk = target[a..b].to_vec();
+                target.splice(a..a, chunk);
+            }
+        }
+        let mut v = (m.len() as u32).to_le_bytes().to_vec();
+        v.extend_from_slice(&m);
+        v.extend_from_slice(&s);
+        fz::dcp(&v);
+    }
 }

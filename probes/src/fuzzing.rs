@@ -158,3 +158,33 @@ pub fn field_logs(data: &[u8]) {
         }
     }
 }
+
+/// A torch.distributed.checkpoint folder: the input is split at a 4-byte little-endian length
+/// into `.metadata` and one shard `__0_0.distcp`; every tensor the metadata lists is read.
+pub fn dcp(data: &[u8]) {
+    let (meta, shard) = match data {
+        [a, b, c, d, rest @ ..] => {
+            let n = (u32::from_le_bytes([*a, *b, *c, *d]) as usize).min(rest.len());
+            rest.split_at(n)
+        }
+        _ => (data, &[][..]),
+    };
+    let Ok(s) = Scratch::new(".metadata", meta) else {
+        return;
+    };
+    let Some(dir) = s.path.parent() else { return };
+    if std::fs::write(dir.join("__0_0.distcp"), shard).is_err() {
+        return;
+    }
+    match crate::tensors::TensorFile::open(&s.path) {
+        Ok(tf) => {
+            for t in tf.tensors().to_vec() {
+                if let Err(e) = tf.stats(&t.name) {
+                    let msg = e.to_string();
+                    assert!(!msg.contains('\n'), "multi-line error: {msg}");
+                }
+            }
+        }
+        Err(e) => check_error(&e, &s.path),
+    }
+}

@@ -245,3 +245,62 @@ fn a_deepspeed_zero_partition_reads_as_groups_with_named_params() {
     let plain = OptimizerState::read(fx("lm_no_decay_split/checkpoint-300/optimizer.pt")).unwrap();
     assert!(!plain.partitioned);
 }
+
+fn field(rel: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/field")).join(rel)
+}
+
+#[test]
+fn a_dcp_checkpoint_assembles_its_chunks_into_whole_tensors() {
+    // Reference values from torch: dcp_to_torch_save, then the tensor's sum and elements.
+    let f = TensorFile::open(field("dcp_fsdp_healthy/step_300/.metadata")).unwrap();
+    assert_eq!(f.kind(), FileKind::Dcp);
+    let names: Vec<&str> = f.tensors().iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        names.contains(&"fc1.weight") && !names.iter().any(|n| n.starts_with("optim")),
+        "{names:?}"
+    );
+    let t = f.get("fc1.weight").unwrap();
+    assert_eq!(t.shape, vec![64, 128]);
+    let v = f.to_f64_vec("fc1.weight", 1 << 20).unwrap();
+    // Row 33 comes from the second rank's chunk (rows 32..64).
+    assert!(
+        close(v[33 * 128 + 5], 0.044628847390413284, 1e-6),
+        "{}",
+        v[33 * 128 + 5]
+    );
+    assert!(close(v[127], 0.06239122152328491, 1e-6));
+    assert!(close(v.iter().sum::<f64>(), -1.5253915070018138, 1e-5));
+    let b = f.to_f64_vec("norm.bias", 64).unwrap();
+    assert!(close(b.iter().sum::<f64>(), -0.19275974249467254, 1e-5));
+}
+
+#[test]
+fn a_broken_dcp_checkpoint_is_a_one_line_error_naming_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let src = field("dcp_fsdp_healthy/step_300");
+    for n in [".metadata", "__0_0.distcp", "__1_0.distcp"] {
+        std::fs::copy(src.join(n), d.path().join(n)).unwrap();
+    }
+    // A shard cut short: the tensors whose chunks lie past the cut fail, naming the shard.
+    let shard = d.path().join("__1_0.distcp");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&shard)
+        .unwrap();
+    f.set_len(100).unwrap();
+    let tf = TensorFile::open(d.path().join(".metadata")).unwrap();
+    let Err(e) = tf.to_f64_vec("out.weight", 1 << 20) else {
+        panic!("a chunk past the end of its shard was read");
+    };
+    let e = e.to_string();
+    assert!(e.contains(".metadata") || e.contains("distcp"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+    // A metadata file that is not a pickle.
+    std::fs::write(d.path().join(".metadata"), b"not a pickle").unwrap();
+    let Err(e) = TensorFile::open(d.path().join(".metadata")) else {
+        panic!("garbage metadata opened");
+    };
+    let e = e.to_string();
+    assert!(e.contains(".metadata") && !e.contains('\n'), "{e}");
+}

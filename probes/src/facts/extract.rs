@@ -96,6 +96,30 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
             }
             // A PEFT adapter trains on top of pretrained weights.
             f.set_artifact_if_absent("from_scratch", "false", &file);
+            // The base it names: a hub id, or a local folder (its last component names the
+            // model: `/data/models/Llama-2-7b-hf` → `Llama-2-7b-hf`).
+            if let Some(b) = c
+                .base_model_name_or_path
+                .as_deref()
+                .map(str::trim)
+                .filter(|b| !b.is_empty())
+            {
+                let local = b.starts_with('/')
+                    || b.starts_with('.')
+                    || b.starts_with('~')
+                    || b.contains('\\');
+                let name = if local {
+                    b.trim_end_matches(['/', '\\'])
+                        .rsplit(['/', '\\'])
+                        .next()
+                        .unwrap_or(b)
+                } else {
+                    b
+                };
+                if !name.is_empty() {
+                    f.set_artifact_if_absent("base_model", name, &file);
+                }
+            }
         }
     }
     if let Some(a) = run.of_kind(ArtifactKind::HParams).first() {
@@ -452,6 +476,25 @@ mod tests {
         std::fs::write(d.path().join("README.md"), card("None")).unwrap();
         let f = facts_from_artifacts(&Run::discover(d.path()).unwrap());
         assert_eq!(f.bool("from_scratch"), None);
+    }
+
+    #[test]
+    fn an_adapter_config_names_its_base_even_as_a_local_path() {
+        let d = tempfile::tempdir().unwrap();
+        for (written, want) in [
+            ("/data/models/Llama-2-7b-hf/", "Llama-2-7b-hf"),
+            ("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
+        ] {
+            std::fs::write(
+                d.path().join("adapter_config.json"),
+                format!(r#"{{"peft_type": "LORA", "r": 8, "lora_alpha": 16, "base_model_name_or_path": "{written}"}}"#),
+            )
+            .unwrap();
+            std::fs::write(d.path().join("train.log"), "step 1 loss 2.0\n").unwrap();
+            let f = facts_from_artifacts(&Run::discover(d.path()).unwrap());
+            assert_eq!(f.get("base_model"), Some(want), "{written}");
+            assert_eq!(f.bool("from_scratch"), Some(false));
+        }
     }
 
     /// A pickled `TrainingArguments`-like object: a class with a BUILD state dict.

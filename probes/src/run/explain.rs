@@ -123,7 +123,7 @@ fn describe(
         K::WandbRecord => series_msg("a W&B run record (history rows; config as facts)"),
         K::MlflowMetric => series_msg("an MLflow metric"),
         K::MlflowParam => (true, "read as an MLflow param (facts)".into()),
-        K::Safetensors | K::SafetensorsIndex | K::TorchFile => (
+        K::Safetensors | K::SafetensorsIndex | K::TorchFile | K::DcpMetadata => (
             false,
             "ignored: weights that belong to no checkpoint".into(),
         ),
@@ -158,9 +158,9 @@ fn describe(
             "read as a pipeline index: the folder beside it is an export, not a training step"
                 .into(),
         ),
-        K::DcpShard | K::DcpMetadata => (
-            false,
-            "ignored: torch.distributed.checkpoint shards are not read yet (convert with torch.distributed.checkpoint.format_utils.dcp_to_torch_save)".into(),
+        K::DcpShard => (
+            true,
+            "read as a torch.distributed.checkpoint shard, through the .metadata beside it".into(),
         ),
         K::Other => match p
             .file_name()

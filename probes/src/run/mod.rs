@@ -129,7 +129,10 @@ impl ArtifactKind {
     pub fn is_weights(self) -> bool {
         matches!(
             self,
-            ArtifactKind::Safetensors | ArtifactKind::SafetensorsIndex | ArtifactKind::TorchFile
+            ArtifactKind::Safetensors
+                | ArtifactKind::SafetensorsIndex
+                | ArtifactKind::TorchFile
+                | ArtifactKind::DcpMetadata
         )
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod candle_io;
 pub mod compare;
+pub mod dcp;
 pub mod dtype;
 pub mod mapguard;
 pub mod optim;
@@ -70,6 +71,8 @@ pub enum FileKind {
     /// `*.index.json` with a `weight_map` over shard files.
     Sharded,
     TorchZip,
+    /// A torch.distributed.checkpoint folder read through its `.metadata`.
+    Dcp,
 }
 
 #[derive(Debug, Clone)]
@@ -81,6 +84,10 @@ enum Loc {
     Torch {
         file: usize,
         tref: TensorRef,
+    },
+    /// Assembled from its chunks when read.
+    Dcp {
+        tensor: usize,
     },
 }
 
@@ -95,6 +102,7 @@ pub struct TensorFile {
     wrapper: Option<String>,
     safes: Vec<SafeFile>,
     torch: Vec<TorchZip>,
+    dcp: Vec<dcp::DcpTensor>,
 }
 
 impl std::fmt::Debug for TensorFile {
@@ -143,6 +151,9 @@ impl TensorFile {
         if name.ends_with(".index.json") {
             return Self::open_sharded(path);
         }
+        if dcp::is_dcp_metadata(path) {
+            return Self::open_dcp(path);
+        }
         let mut tf = TensorFile::empty(path, FileKind::Safetensors);
         tf.add_file(path)?;
         tf.kind = if tf.torch.is_empty() {
@@ -165,6 +176,7 @@ impl TensorFile {
             wrapper: None,
             safes: Vec::new(),
             torch: Vec::new(),
+            dcp: Vec::new(),
         }
     }
 
@@ -308,6 +320,42 @@ impl TensorFile {
         Ok(())
     }
 
+    /// A DCP checkpoint: the model's tensors (keys under `model.`, or every key when none is;
+    /// optimizer keys `optim.*` are training state, not weights).
+    fn open_dcp(meta: &Path) -> Result<TensorFile> {
+        let all = dcp::read_metadata(meta)?;
+        let mut tf = TensorFile::empty(meta, FileKind::Dcp);
+        let wrapped = all.iter().any(|t| t.name.starts_with("model."));
+        for t in all {
+            let name = if wrapped {
+                match t.name.strip_prefix("model.") {
+                    Some(n) => n.to_string(),
+                    None => continue,
+                }
+            } else if NOT_WEIGHTS.contains(&t.name.split('.').next().unwrap_or(""))
+                || t.name.starts_with("optim.")
+            {
+                continue;
+            } else {
+                t.name.clone()
+            };
+            tf.tensors.push(TensorInfo {
+                name,
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+            });
+            tf.locs.push(Loc::Dcp {
+                tensor: tf.dcp.len(),
+            });
+            tf.dcp.push(t);
+        }
+        if wrapped {
+            tf.wrapper = Some("model".into());
+        }
+        tf.build_index(meta)?;
+        Ok(tf)
+    }
+
     fn open_sharded(index: &Path) -> Result<TensorFile> {
         let (shards, weight_map, metadata) = safetensors::read_index(index)?;
         let dir = index.parent().unwrap_or(Path::new("."));
@@ -437,6 +485,10 @@ impl TensorFile {
                 intact(z.path(), z.damaged())?;
                 Ok(r)
             }
+            Loc::Dcp { tensor } => {
+                let b = dcp::assemble(&self.path, &self.dcp[*tensor])?;
+                Ok(f(&b))
+            }
         }
     }
 
@@ -466,6 +518,7 @@ impl TensorFile {
                 let (f, off, len) = z.contiguous_range(tref)?;
                 Some((f, off, len, z.path()))
             }
+            Loc::Dcp { .. } => None,
         }
     }
 

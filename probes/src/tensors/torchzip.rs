@@ -178,8 +178,8 @@ impl TorchZip {
     }
 }
 
-fn read_directory(path: &Path, map: &Mmap) -> Result<HashMap<String, Entry>> {
-    let archive = zip::ZipArchive::new(Cursor::new(&map[..]))
+fn read_directory(path: &Path, map: &[u8]) -> Result<HashMap<String, Entry>> {
+    let archive = zip::ZipArchive::new(Cursor::new(map))
         .map_err(|e| ReadError::format(path, format!("bad zip archive: {e}")))?;
     let mut out = HashMap::new();
     for i in 0..archive.len() {
@@ -226,7 +226,7 @@ fn local_data_start(map: &[u8], header: u64) -> Option<u64> {
     Some(header + 30 + name_len + extra_len)
 }
 
-fn entry_bytes<'m>(path: &Path, map: &'m Mmap, name: &str, e: Entry) -> Result<&'m [u8]> {
+fn entry_bytes<'m>(path: &Path, map: &'m [u8], name: &str, e: Entry) -> Result<&'m [u8]> {
     if !e.stored {
         return Err(ReadError::format(path, format!("{name}: compressed zip entries are not supported (torch.save writes them stored); re-save with torch.save")));
     }
@@ -283,4 +283,39 @@ impl TorchZip {
         }
         Some((&self.file, (e.start + start) as u64, len))
     }
+}
+
+/// The one tensor a `torch.save(tensor)` archive held in memory (a chunk of a
+/// torch.distributed.checkpoint `.distcp` file), as contiguous little-endian bytes with its
+/// dtype and shape. `path` names the file in errors.
+pub(crate) fn lone_tensor(path: &Path, bytes: &[u8]) -> Result<(TensorRef, Vec<u8>)> {
+    if !bytes.starts_with(b"PK\x03\x04") {
+        return Err(ReadError::format(
+            path,
+            "a chunk is not a torch zip archive",
+        ));
+    }
+    let entries = read_directory(path, bytes)?;
+    let pkl = entries
+        .keys()
+        .filter(|k| k.ends_with("data.pkl") && k.matches('/').count() <= 1)
+        .min_by_key(|k| k.len())
+        .cloned()
+        .ok_or_else(|| ReadError::format(path, "a chunk has no data.pkl"))?;
+    let prefix = &pkl[..pkl.len() - "data.pkl".len()];
+    let root = pickle::parse(entry_bytes(path, bytes, &pkl, entries[&pkl])?)
+        .map_err(|err| ReadError::format(path, format!("chunk {pkl}: {err}")))?;
+    let Value::Tensor(t) = root else {
+        return Err(ReadError::format(path, "a chunk does not hold a tensor"));
+    };
+    let name = format!("{prefix}data/{}", t.storage_key);
+    let e = *entries
+        .get(&name)
+        .ok_or_else(|| ReadError::format(path, format!("chunk storage {name} is missing")))?;
+    let storage = entry_bytes(path, bytes, &name, e)?;
+    let view = contiguous_view(
+        path, "chunk", storage, t.dtype, t.offset, &t.shape, &t.stride,
+    )?;
+    let out = view.into_owned();
+    Ok((t, out))
 }

@@ -164,8 +164,9 @@ pub fn eos_target(ctx: &ProbeCtx) -> Vec<Verdict> {
             None => return None,
         };
         let l = ids.row_len().max(1);
-        // Rows of a supervised fine-tune: some target scored, the prompt (the row's start)
-        // masked, and the row ending before its full length (not cut by max_length).
+        // Rows of a supervised fine-tune (phase sft, or the prompt at the row's start masked):
+        // some target scored, the row ending before its full length (not cut by max_length).
+        let sft = ph.as_deref() == Some("sft");
         let (mut rows, mut with_eos) = (0usize, 0usize);
         for r in 0..ids.n_rows() {
             let lrow = &lab.v[r * l..(r + 1) * l];
@@ -173,7 +174,7 @@ pub fn eos_target(ctx: &ProbeCtx) -> Vec<Verdict> {
                 continue;
             };
             let prompt_masked = lrow[0] == ign;
-            if !prompt_masked || last + 1 >= l {
+            if !(prompt_masked || sft) || last + 1 >= l {
                 continue;
             }
             rows += 1;

@@ -29,6 +29,8 @@ pub fn key_of(tf: &TensorFile, name: &str) -> Result<TensorKey> {
     let path = match loc {
         Loc::Safe { file, .. } => tf.safes[*file].path.as_path(),
         Loc::Torch { file, .. } => tf.torch[*file].path(),
+        // A DCP tensor is named by its checkpoint's `.metadata`.
+        Loc::Dcp { .. } => tf.path(),
     };
     let file = FileId::of(path).ok_or_else(|| match std::fs::metadata(path) {
         Err(e) => ReadError::io(path, e),
