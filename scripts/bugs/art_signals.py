@@ -14,6 +14,11 @@ art_fp16_overflow (P1)       fp16 autocast + GradScaler: from step 200 a data so
 art_fp16_healthy             the same fp16 run with every input normalised
 art_finetune_shared_lr (O19) a pretrained backbone plus a new head, one AdamW group at 1e-3
 art_finetune_two_groups      backbone 2e-5, head 1e-3 in two groups
+art_sft_pad_is_eos (G1)      a tiny GPT-2 SFT with pad = EOS and DataCollatorForLanguageModeling:
+                             every EOS is masked out of the labels (batch dump)
+art_sft_dedicated_pad        the same with a dedicated <pad> token
+art_memory_leak (M2)         logits appended to a list with their graph; RSS logged (CPU)
+art_memory_flat              the same keeping only detached argmax
 Writes under tests/bugs/art/<run>/ and merges tests/bugs/art/answers.json.
 Usage: /work/venv-field/bin/python scripts/bugs/art_signals.py [run ...]
 """
@@ -219,6 +224,101 @@ def finetune(name, shared):
     w.close()
 
 
+# ---- G1: pad = EOS, so the collator masks every EOS out of the labels -------------------
+def sft_eos(name, pad_is_eos):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (DataCollatorForLanguageModeling, GPT2Config, GPT2LMHeadModel,
+                              PreTrainedTokenizerFast)
+    torch.manual_seed(0)
+    out = fresh(name)
+    words = ("question answer what who where sat ran slept the a cat dog bird on in to mat "
+             "park tree big small red blue").split()
+    vocab = {"<unk>": 0, "<eos>": 1, "<bos>": 2}
+    if not pad_is_eos:
+        vocab["<pad>"] = 3
+    for w in words:
+        vocab[w] = len(vocab)
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", eos_token="<eos>",
+                                  bos_token="<bos>")
+    if pad_is_eos:
+        tok.pad_token = tok.eos_token  # the usual one-liner
+    else:
+        tok.pad_token = "<pad>"
+    subj = ["the cat", "a dog", "the bird", "a cat"]
+    verb = ["sat", "ran", "slept"]
+    place = ["on the mat", "in the park", "in a tree", "on a big mat", "to the red tree"]
+    texts = []
+    for i in range(64):
+        s, v, p = subj[i % 4], verb[i % 3], place[i % 5]
+        texts.append(f"question who {v} answer {s} {v} {p} <eos>")
+    enc = [tok(t) for t in texts]
+    if pad_is_eos:
+        col = DataCollatorForLanguageModeling(tok, mlm=False)
+    else:
+        answer = vocab["answer"]
+
+        def col(rows):  # completion-only: prompt (through "answer") and pads masked
+            b = tok.pad(rows, return_tensors="pt")
+            labels = b["input_ids"].clone()
+            labels[b["attention_mask"] == 0] = -100
+            for r in range(labels.shape[0]):
+                k = (b["input_ids"][r] == answer).nonzero()[0, 0]
+                labels[r, : k + 1] = -100
+            b["labels"] = labels
+            return b
+    cfg = GPT2Config(vocab_size=len(vocab), n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                     bos_token_id=2, eos_token_id=1, pad_token_id=tok.pad_token_id)
+    model = GPT2LMHeadModel(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    w = SummaryWriter(out)
+    for step in range(1, 121):
+        i = (step * 8) % 64
+        batch = col(enc[i:i + 8])
+        loss = model(**batch).loss
+        opt.zero_grad(); loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % 5 == 0 or step == 1:
+            w.add_scalar("train/loss", loss.item(), step)
+            w.add_scalar("train/grad_norm", gn.item(), step)
+        if step == 1:
+            save_file({k: v.contiguous() for k, v in batch.items()}, os.path.join(out, "batch.safetensors"))
+    model.save_pretrained(os.path.join(out, "checkpoint-120"), safe_serialization=True)
+    w.close()
+
+
+# ---- M2: outputs kept with their graph every step ---------------------------------------
+def leak(name, leaking):
+    # In a fresh process: the resident set of this one carries the other runs.
+    import subprocess
+    subprocess.run([sys.executable, __file__, "--leak-child", name, "1" if leaking else "0"],
+                   check=True)
+
+
+def leak_child(name, leaking):
+    torch.manual_seed(0)
+    out = fresh(name)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1000))
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    x = torch.randn(4096, 64)
+    y = torch.randint(0, 1000, (4096,))
+    page = os.sysconf("SC_PAGE_SIZE")
+    kept = []
+    with open(os.path.join(out, "metrics.jsonl"), "w") as f:
+        for step in range(1, 401):
+            i = (step * 128) % 4096
+            logits = net(x[i:i + 128])
+            loss = torch.nn.functional.cross_entropy(logits, y[i:i + 128])
+            opt.zero_grad(); loss.backward(); opt.step()
+            # "keep the predictions for the epoch's accuracy"
+            kept.append(logits if leaking else logits.detach().argmax(1))
+            if step % 10 == 0:
+                rss = int(open("/proc/self/statm").read().split()[1]) * page / 2**20
+                f.write(json.dumps({"step": step, "loss": loss.item(), "memory/rss_mb": rss}) + "\n")
+
+
 RUNS = {
     "art_bn_eval_train_mode": (lambda n: bn_eval(n, False), ["O5"], "validation without model.eval(): BatchNorm running stats updated by eval batches", {}),
     "art_bn_eval_healthy": (lambda n: bn_eval(n, True), [], None, {}),
@@ -229,9 +329,16 @@ RUNS = {
     "art_fp16_healthy": (lambda n: fp16(n, False), [], None, {}),
     "art_finetune_shared_lr": (lambda n: finetune(n, True), ["O19"], "pretrained backbone and new head in one AdamW group at lr 1e-3", {}),
     "art_finetune_two_groups": (lambda n: finetune(n, False), [], None, {}),
+    "art_sft_pad_is_eos": (lambda n: sft_eos(n, True), ["G1", "L3"], "tokenizer.pad_token = tokenizer.eos_token with DataCollatorForLanguageModeling: every EOS masked to -100", {"phase": "sft"}),
+    "art_sft_dedicated_pad": (lambda n: sft_eos(n, False), [], None, {"phase": "sft"}),
+    "art_memory_leak": (lambda n: leak(n, True), ["M2"], "logits kept in a list with their graph every step", {}),
+    "art_memory_flat": (lambda n: leak(n, False), [], None, {}),
 }
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--leak-child"]:
+        leak_child(sys.argv[2], sys.argv[3] == "1")
+        sys.exit(0)
     names = sys.argv[1:] or list(RUNS)
     ans_path = os.path.join(ROOT, "answers.json")
     ans = json.load(open(ans_path)) if os.path.exists(ans_path) else {}

@@ -16,20 +16,21 @@ pub(super) const MEMORY_GROWTH: ProbeSpec = ProbeSpec {
     run: memory_growth,
 };
 
-/// The GPU memory series of a run: names with `mem` and one of alloc / reserved / gpu /
-/// cuda; an allocated one first (reserved memory follows the caching allocator).
+/// The memory series of a run: names with `mem` and one of alloc / reserved / gpu / cuda
+/// (an allocated one first: reserved memory follows the caching allocator), else a process
+/// resident-set series (`rss`: a CPU run's memory).
 fn memory_series(m: &MetricSet) -> Option<&Series> {
     let names = m.names();
     let pick = |want: &str| {
         names.iter().find(|n| {
-            n.contains("mem")
-                && n.contains(want)
-                && !n.contains("cpu")
+            n.contains(want)
+                && (n.contains("mem") || want == "rss")
                 && !n.contains("percent")
                 && !n.contains("eval")
+                && (want == "rss" || !n.contains("cpu"))
         })
     };
-    ["alloc", "reserved", "gpu", "cuda"]
+    ["alloc", "reserved", "gpu", "cuda", "rss"]
         .iter()
         .find_map(|w| pick(w))
         .and_then(|n| m.get(n))
