@@ -19,6 +19,15 @@ art_sft_pad_is_eos (G1)      a tiny GPT-2 SFT with pad = EOS and DataCollatorFor
 art_sft_dedicated_pad        the same with a dedicated <pad> token
 art_memory_leak (M2)         logits appended to a list with their graph; RSS logged (CPU)
 art_memory_flat              the same keeping only detached argmax
+art_eval_random_transform (V2) the eval loader reuses the random crop + flip; the first eval
+                             batch is dumped every epoch
+art_eval_center_crop         a deterministic center crop for evaluation
+art_det_unscaled_eval (V3)   a one-box regressor predicting normalised xyxy, scored against
+                             pixel boxes (mAP50 exactly 0 at every evaluation)
+art_det_scaled_eval          predictions scaled back to pixels before scoring
+art_t2i_no_caption_drop (DF5) a toy text-conditioned denoiser, captions never emptied;
+                             four batches of latents + CLIP caption ids dumped
+art_t2i_caption_drop         10% of captions replaced by the empty prompt
 Writes under tests/bugs/art/<run>/ and merges tests/bugs/art/answers.json.
 Usage: /work/venv-field/bin/python scripts/bugs/art_signals.py [run ...]
 """
@@ -319,6 +328,128 @@ def leak_child(name, leaking):
                 f.write(json.dumps({"step": step, "loss": loss.item(), "memory/rss_mb": rss}) + "\n")
 
 
+# ---- V2: the eval loader reuses the random training transform --------------------------
+def eval_aug(name, random_eval):
+    torch.manual_seed(0)
+    out = fresh(name)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(256, 3, 16, 16, generator=g)
+    y = torch.arange(256) % 4
+    x[:, 0] += (y.float() - 1.5)[:, None, None]  # learnable: class shifts channel 0
+    xv, yv = x[:64].clone(), y[:64].clone()
+
+    def train_tf(b):  # random 12x12 crop + random horizontal flip
+        i, j = torch.randint(0, 5, (2,)).tolist()
+        b = b[:, :, i:i + 12, j:j + 12]
+        return b.flip(-1) if torch.rand(()) < 0.5 else b
+
+    def eval_tf(b):
+        return train_tf(b) if random_eval else b[:, :, 2:14, 2:14]
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    opt = torch.optim.AdamW(net.parameters(), lr=3e-3)
+    w = SummaryWriter(out)
+    step = 0
+    for epoch in range(1, 4):
+        for i in range(0, 256, 32):
+            step += 1
+            loss = torch.nn.functional.cross_entropy(net(train_tf(x[i:i + 32])), y[i:i + 32])
+            opt.zero_grad(); loss.backward(); opt.step()
+            w.add_scalar("train/loss", loss.item(), step)
+        with torch.no_grad():
+            xb = eval_tf(xv[:16])
+            acc = (net(eval_tf(xv)).argmax(1) == yv).float().mean().item()
+        w.add_scalar("eval/accuracy", acc, step)
+        save_file({"pixel_values": xb.contiguous(), "labels": yv[:16].clone()},
+                  os.path.join(out, f"eval_batch_epoch{epoch}.safetensors"))
+    w.close()
+
+
+# ---- V3: predictions in [0, 1] scored against pixel boxes ------------------------------
+def det_eval(name, unscaled):
+    torch.manual_seed(0)
+    out = fresh(name)
+    g = torch.Generator().manual_seed(2)
+    n, S = 512, 32
+    x1 = torch.randint(6, 18, (n,), generator=g)
+    y1 = torch.randint(6, 18, (n,), generator=g)
+    wh = torch.randint(6, 12, (n, 2), generator=g)
+    boxes = torch.stack([x1, y1, x1 + wh[:, 0], y1 + wh[:, 1]], 1).float()  # xyxy pixels
+    img = torch.zeros(n, 1, S, S)
+    for k in range(n):
+        a, b, c, d = boxes[k].long().tolist()
+        img[k, 0, b:d, a:c] = 1.0
+    img += 0.1 * torch.randn(img.shape, generator=g)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(S * S, 128), torch.nn.ReLU(),
+                              torch.nn.Linear(128, 4), torch.nn.Sigmoid())  # normalised xyxy
+
+    def iou(p, t):
+        lt = torch.maximum(p[:, :2], t[:, :2]); rb = torch.minimum(p[:, 2:], t[:, 2:])
+        inter = (rb - lt).clamp(min=0).prod(1)
+        area = lambda b: (b[:, 2:] - b[:, :2]).clamp(min=0).prod(1)
+        return inter / (area(p) + area(t) - inter + 1e-9)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    w = SummaryWriter(out)
+    for step in range(1, 301):
+        i = (step * 32) % (n - 64)
+        loss = torch.nn.functional.smooth_l1_loss(net(img[i:i + 32]), boxes[i:i + 32] / S)
+        opt.zero_grad(); loss.backward(); opt.step()
+        if step % 5 == 0:
+            w.add_scalar("train/loss", loss.item(), step)
+        if step % 50 == 0:
+            with torch.no_grad():
+                pred = net(img[-64:])
+                if not unscaled:
+                    pred = pred * S  # back to pixels, as the targets are
+                hits = (iou(pred, boxes[-64:]) >= 0.5).float()
+            # one object and one scored prediction per image: AP@0.5 is the hit rate
+            w.add_scalar("eval/mAP50", hits.mean().item(), step)
+    w.close()
+
+
+# ---- DF5: captions never dropped in a text-conditioned denoiser --------------------------
+def t2i(name, drop):
+    torch.manual_seed(0)
+    out = fresh(name)
+    g = torch.Generator().manual_seed(3)
+    BOS, EOS = 49406, 49407
+    words = [320, 1125, 539, 2368, 4558, 786, 1929, 6531]
+    class Den(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(49408, 16)
+            self.net = torch.nn.Sequential(torch.nn.Linear(64 + 16 + 1, 128), torch.nn.SiLU(),
+                                           torch.nn.Linear(128, 64))
+
+        def forward(self, z, t, ids):
+            c = self.emb(ids).mean(1)
+            return self.net(torch.cat([z.flatten(1), c, t[:, None]], 1)).view_as(z)
+    model = Den()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    w = SummaryWriter(out)
+    for step in range(1, 201):
+        ids = torch.full((16, 8), EOS)
+        ids[:, 0] = BOS
+        for r in range(16):
+            k = int(torch.randint(2, 5, (1,), generator=g))
+            ids[r, 1:1 + k] = torch.tensor(words)[torch.randint(0, 8, (k,), generator=g)]
+        if drop:  # --proportion_empty_prompts 0.1: the empty caption is BOS EOS EOS ...
+            empty = torch.rand(16, generator=g) < 0.1
+            ids[empty, 1:] = EOS
+        z0 = torch.randn(16, 4, 4, 4, generator=g) * 0.9 + ids[:, 1:2, None, None].float() / 49408
+        t = torch.rand(16, generator=g)
+        noise = torch.randn(z0.shape, generator=g)
+        zt = (1 - t)[:, None, None, None].sqrt() * z0 + t[:, None, None, None].sqrt() * noise
+        loss = torch.nn.functional.mse_loss(model(zt, t, ids), noise)
+        opt.zero_grad(); loss.backward(); opt.step()
+        if step % 5 == 0:
+            w.add_scalar("train/loss", loss.item(), step)
+        if step in (50, 100, 150, 200):
+            save_file({"latents": z0.contiguous(), "input_ids": ids.contiguous()},
+                      os.path.join(out, f"batch_step{step}.safetensors"))
+    w.close()
+
+
 RUNS = {
     "art_bn_eval_train_mode": (lambda n: bn_eval(n, False), ["O5"], "validation without model.eval(): BatchNorm running stats updated by eval batches", {}),
     "art_bn_eval_healthy": (lambda n: bn_eval(n, True), [], None, {}),
@@ -333,6 +464,12 @@ RUNS = {
     "art_sft_dedicated_pad": (lambda n: sft_eos(n, False), [], None, {"phase": "sft"}),
     "art_memory_leak": (lambda n: leak(n, True), ["M2"], "logits kept in a list with their graph every step", {}),
     "art_memory_flat": (lambda n: leak(n, False), [], None, {}),
+    "art_eval_random_transform": (lambda n: eval_aug(n, True), ["V2"], "the eval loader reuses the random crop + flip of training", {}),
+    "art_eval_center_crop": (lambda n: eval_aug(n, False), [], None, {}),
+    "art_det_unscaled_eval": (lambda n: det_eval(n, True), ["V3"], "normalised box predictions scored against pixel targets: mAP 0 at every evaluation", {}),
+    "art_det_scaled_eval": (lambda n: det_eval(n, False), [], None, {}),
+    "art_t2i_no_caption_drop": (lambda n: t2i(n, False), ["DF5"], "captions never dropped to the empty prompt", {}),
+    "art_t2i_caption_drop": (lambda n: t2i(n, True), [], None, {}),
 }
 
 if __name__ == "__main__":

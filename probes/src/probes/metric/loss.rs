@@ -80,9 +80,13 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
             "; the loss is first logged at step {first_step}, after the window {early}..{late}: judged over the logged span"
         ));
     }
+    // The seed's slope floor is in cross-entropy units (losses of order 1 and up); a loss at a
+    // smaller scale (a regression on normalised targets at 1e-3) is held to the same floor
+    // relative to its own level.
+    let slope_floor = min_slope * ve.abs().clamp(1e-12, 1.0);
     let (st, out, msg) = if vl >= ve {
         (Status::Fail, "rising", "the loss is not falling (diverging or static): check the LR schedule (S2) and the optimizer state (S6)".to_string())
-    } else if slope100 < min_slope {
+    } else if slope100 < slope_floor {
         (
             Status::Warn,
             "slow",

@@ -233,3 +233,33 @@ fn a_language_models_nan_from_step_one_is_masking_not_z_loss() {
     );
     assert_eq!(v.entry, "V5");
 }
+
+#[test]
+fn a_loss_at_a_small_scale_is_held_to_the_slope_floor_at_its_own_level() {
+    // A box regressor on normalised targets: 1e-3 falling to 2e-5 in 300 steps is fast.
+    let small: Vec<(u64, f64)> = (1..=60)
+        .map(|i| (i * 5, 1e-3 * (-(i as f64) / 12.0).exp() + 1e-5))
+        .collect();
+    let v = ask(
+        loss_trend,
+        &run_with(&[("loss", small)]),
+        &[],
+        thresholds("loss_trend"),
+    );
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // A cross-entropy barely moving (0.0005 per 100 steps at 2.3) is still slow.
+    let flat: Vec<(u64, f64)> = (1..=60)
+        .map(|i| (i * 5, 2.3 - 5e-6 * (i * 5) as f64))
+        .collect();
+    let v = ask(
+        loss_trend,
+        &run_with(&[("loss", flat)]),
+        &[],
+        thresholds("loss_trend"),
+    );
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "slow"),
+        "{v:?}"
+    );
+}
