@@ -37,15 +37,7 @@ pub(super) const IMAGE_TOKENS: ProbeSpec = ProbeSpec {
 
 pub fn image_tokens(ctx: &ProbeCtx) -> Vec<Verdict> {
     let cfg = model_config(ctx).map(|c| c.1);
-    let img_id = ctx
-        .facts
-        .f64("image_token_id")
-        .map(|v| v as i64)
-        .or_else(|| {
-            cfg.as_ref()
-                .and_then(|c| c.image_token_id)
-                .map(|v| v as i64)
-        });
+    let img_id = image_token_id(ctx, cfg.as_ref());
     let per_image = ctx.facts.u64("image_tokens_per_image").or_else(|| {
         cfg.as_ref().and_then(|c| {
             [

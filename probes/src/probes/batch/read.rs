@@ -280,6 +280,14 @@ pub(crate) fn eos_ids(ctx: &ProbeCtx, cfg: Option<&ModelConfig>) -> Vec<i64> {
     out
 }
 
+/// The image placeholder's token id: the fact, else config.json's `image_token_id`.
+pub(crate) fn image_token_id(ctx: &ProbeCtx, cfg: Option<&ModelConfig>) -> Option<i64> {
+    ctx.facts
+        .f64("image_token_id")
+        .map(|v| v as i64)
+        .or_else(|| cfg.and_then(|c| c.image_token_id).map(|v| v as i64))
+}
+
 pub(crate) fn bos_id(ctx: &ProbeCtx, cfg: Option<&ModelConfig>) -> Option<i64> {
     ctx.facts
         .f64("bos_token_id")

@@ -235,16 +235,7 @@ pub(super) const IMAGE_PRESENCE: ProbeSpec = ProbeSpec {
 
 pub fn image_presence(ctx: &ProbeCtx) -> Vec<Verdict> {
     let cfg = model_config(ctx).map(|c| c.1);
-    let Some(img_id) = ctx
-        .facts
-        .f64("image_token_id")
-        .map(|v| v as i64)
-        .or_else(|| {
-            cfg.as_ref()
-                .and_then(|c| c.image_token_id)
-                .map(|v| v as i64)
-        })
-    else {
+    let Some(img_id) = image_token_id(ctx, cfg.as_ref()) else {
         return vec![Verdict::skip(
             "X5",
             "needs image_token_id (config.json or fact)",

@@ -65,6 +65,17 @@ pub(crate) fn need<'a>(
     })
 }
 
+/// The first of `names` the logs hold with at least one point, with its name.
+pub(crate) fn first_series<'a>(
+    m: &'a crate::metrics::MetricSet,
+    names: &[&'static str],
+) -> Option<(&'static str, &'a Series)> {
+    names
+        .iter()
+        .find_map(|n| m.get(n).map(|s| (*n, s)))
+        .filter(|(_, s)| !s.points.is_empty())
+}
+
 pub(crate) fn first_finite(s: &Series) -> Option<&Point> {
     s.points.iter().find(|p| p.value.is_finite())
 }

@@ -210,16 +210,6 @@ const RETURNS: &[&str] = &[
     "advantages",
 ];
 
-fn first_series<'a>(
-    m: &'a crate::metrics::MetricSet,
-    names: &[&'static str],
-) -> Option<(&'static str, &'a crate::metrics::Series)> {
-    names
-        .iter()
-        .find_map(|n| m.get(n).map(|s| (*n, s)))
-        .filter(|(_, s)| !s.points.is_empty())
-}
-
 // R3: value loss and returns at raw reward scale (no whitening / reward scaling)
 pub fn rl_scale(ctx: &ProbeCtx) -> Vec<Verdict> {
     let (vmax, rmax, tail) = (
@@ -228,14 +218,14 @@ pub fn rl_scale(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, "tail_frac"),
     );
     let m = ctx.run.metrics();
-    let Some((vname, v)) = first_series(m, VALUE_LOSS) else {
+    let Some((vname, v)) = super::first_series(m, VALUE_LOSS) else {
         return vec![Verdict::skip(
             "R3",
             "no value-loss series (not a PPO / actor-critic run?)",
         )];
     };
     let vt = tail_mean(v, tail).unwrap_or(0.0);
-    let ret = first_series(m, RETURNS).map(|(n, s)| {
+    let ret = super::first_series(m, RETURNS).map(|(n, s)| {
         let mean_abs = s.points.iter().map(|p| p.value.abs()).sum::<f64>() / s.points.len() as f64;
         (n, mean_abs)
     });

@@ -144,13 +144,6 @@ const STEP_TIME: &[&str] = &[
     "perf/step_time",
 ];
 
-fn first_of<'a>(m: &'a MetricSet, names: &[&str]) -> Option<&'a Series> {
-    names
-        .iter()
-        .find_map(|n| m.get(n))
-        .filter(|s| !s.points.is_empty())
-}
-
 pub fn data_wait(ctx: &ProbeCtx) -> Vec<Verdict> {
     let (warn_s, fail_s, skip_n) = (
         p!(ctx, "T1", "warn_share"),
@@ -158,7 +151,10 @@ pub fn data_wait(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, "T1", "skip_points") as usize,
     );
     let m = ctx.run.metrics();
-    let (Some(d), Some(t)) = (first_of(m, DATA_TIME), first_of(m, STEP_TIME)) else {
+    let (Some((_, d)), Some((_, t))) = (
+        super::first_series(m, DATA_TIME),
+        super::first_series(m, STEP_TIME),
+    ) else {
         return vec![Verdict::skip(
             "T1",
             "needs a data-time and a step-time series (e.g. mmengine's `data_time` and `time`)",
