@@ -53,6 +53,7 @@ fn the_error_the_log_ends_in_names_its_entry() {
         ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: False, code: -98, name: EADDRINUSE, message: address already in use", "D5"),
         ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.", "T3"),
         ("ValueError: Attempting to unscale FP16 gradients.", "P4"),
+        ("KeyError: 'chosen'", "L8"),
         ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.", "P2"),
         ("RuntimeError: Error(s) in loading state_dict: The checkpoint being loaded used a DP world size of 8 but the current world size is 4. Automatic adjustment of ZeRO's optimizer state partitioning with a new world size is not currently supported.", "D4"),
         ("TypeError: SFTTrainer.__init__() got an unexpected keyword argument 'tokenizer'", "U1"),

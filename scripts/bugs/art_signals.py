@@ -28,6 +28,9 @@ art_det_scaled_eval          predictions scaled back to pixels before scoring
 art_t2i_no_caption_drop (DF5) a toy text-conditioned denoiser, captions never emptied;
                              four batches of latents + CLIP caption ids dumped
 art_t2i_caption_drop         10% of captions replaced by the empty prompt
+art_trl_dpo_on_sft_data (L8) TRL's DPOTrainer given the SFT stage's prompt/completion rows: the
+                             job's captured log ends in KeyError: 'chosen'
+art_trl_dpo_on_pairs         the same 20-step DPO run on preference pairs
 Writes under tests/bugs/art/<run>/ and merges tests/bugs/art/answers.json.
 Usage: /work/venv-field/bin/python scripts/bugs/art_signals.py [run ...]
 """
@@ -450,6 +453,42 @@ def t2i(name, drop):
     w.close()
 
 
+# ---- L8: an SFT dataset handed to TRL's DPOTrainer ----------------------------------------
+TRL_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from trl_runs import tokenizer, base_model, words, common_args, prefs
+from common import markov
+from datasets import Dataset
+from trl import DPOConfig, DPOTrainer
+out, wrong = sys.argv[2], sys.argv[3] == "1"
+if wrong:  # the prompt/completion rows the SFT stage used
+    rows = markov(320, 24, seed=1)
+    ds = Dataset.from_dict({"prompt": [words(r[:12]) for r in rows],
+                            "completion": [" " + words(r[12:]) for r in rows]})
+else:
+    ds = prefs(320, seed=5)
+import tempfile
+from transformers import GPT2LMHeadModel
+base = tempfile.mkdtemp()  # the SFT stage's model, saved, as DPO starts from a path
+base_model().save_pretrained(base)
+args = DPOConfig(**common_args(out, max_steps=20, learning_rate=5e-4, beta=0.1, max_length=32,
+                               per_device_train_batch_size=8, logging_steps=2, save_steps=20,
+                               warmup_steps=2))
+DPOTrainer(model=GPT2LMHeadModel.from_pretrained(base), args=args, train_dataset=ds,
+           processing_class=tokenizer()).train()
+"""
+
+
+def trl_schema(name, wrong):
+    import subprocess
+    out = fresh(name)
+    field = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "field")
+    with open(os.path.join(out, "train.log"), "w") as log:  # python train.py 2>&1 | tee train.log
+        subprocess.run([sys.executable, "-c", TRL_CHILD, field, out, "1" if wrong else "0"],
+                       stdout=log, stderr=subprocess.STDOUT, check=False)
+
+
 RUNS = {
     "art_bn_eval_train_mode": (lambda n: bn_eval(n, False), ["O5"], "validation without model.eval(): BatchNorm running stats updated by eval batches", {}),
     "art_bn_eval_healthy": (lambda n: bn_eval(n, True), [], None, {}),
@@ -470,6 +509,8 @@ RUNS = {
     "art_det_scaled_eval": (lambda n: det_eval(n, False), [], None, {}),
     "art_t2i_no_caption_drop": (lambda n: t2i(n, False), ["DF5"], "captions never dropped to the empty prompt", {}),
     "art_t2i_caption_drop": (lambda n: t2i(n, True), [], None, {}),
+    "art_trl_dpo_on_sft_data": (lambda n: trl_schema(n, True), ["L8"], "prompt/completion SFT rows given to DPOTrainer", {}),
+    "art_trl_dpo_on_pairs": (lambda n: trl_schema(n, False), [], None, {}),
 }
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ use crate::run::ArtifactKind;
 pub(crate) const LOG_ERRORS: ProbeSpec = ProbeSpec {
     id: "log_errors",
     entries: &[
-        "M1", "M3", "M5", "M6", "D1", "D2", "D4", "D5", "T1", "T3", "P2", "P3", "P4", "U1", "U2",
-        "L10", "H1",
+        "L8", "M1", "M3", "M5", "M6", "D1", "D2", "D4", "D5", "T1", "T3", "P2", "P3", "P4", "U1",
+        "U2", "L10", "H1",
     ],
     inputs: &["log"],
     // The entry keys hold each entry's error strings (data in playbook/probes.yaml).
@@ -34,13 +34,14 @@ pub(crate) const LOG_ERRORS: ProbeSpec = ProbeSpec {
         "P4",
         "U1",
         "U2",
+        "L8",
         "L10",
         "H1",
     ],
     // The outcome is the entry whose error the log ends in (trees branch on it).
     outcomes: &[
-        "pass", "M1", "M3", "M5", "M6", "D1", "D2", "D4", "D5", "T1", "T3", "P2", "P3", "P4", "U1",
-        "U2", "L10", "H1", "skip",
+        "pass", "L8", "M1", "M3", "M5", "M6", "D1", "D2", "D4", "D5", "T1", "T3", "P2", "P3", "P4",
+        "U1", "U2", "L10", "H1", "skip",
     ],
     run: log_errors,
 };

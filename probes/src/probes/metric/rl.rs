@@ -47,7 +47,10 @@ pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
     };
     let (fc, fr) = (fall("logps/chosen"), fall("logps/rejected"));
     let both_fall = matches!((fc, fr), (Some(a), Some(b)) if a > drop && b > drop);
-    let flat_margin = mt <= flat || acc.is_some_and(|a| a < min_acc);
+    // A small margin with a high preference accuracy is a short run or a small beta (the
+    // margin's scale is beta × the log-ratio gap), not a flat one.
+    let flat_margin =
+        (mt <= flat && !acc.is_some_and(|a| a >= good_acc)) || acc.is_some_and(|a| a < min_acc);
     let (st, out, msg) = if flat_margin && both_fall {
         (Status::Fail, "collapse", "both log-probs plunge while the margin stays flat: collapse — lower learning_rate (≈1e-6, 1e-5 for LoRA), raise beta, and make sure the reference model is frozen")
     } else if flat_margin {

@@ -263,3 +263,37 @@ fn a_loss_at_a_small_scale_is_held_to_the_slope_floor_at_its_own_level() {
         "{v:?}"
     );
 }
+
+#[test]
+fn a_short_dpo_run_with_a_small_margin_but_high_accuracy_is_not_flat() {
+    use super::rl::dpo_health;
+    // 20 steps of TRL DPO at beta 0.1: margins 0 → 0.04, accuracies 0.875.
+    let run = run_with(&[
+        (
+            "rewards/margins",
+            (1..=10).map(|i| (i * 2, 0.004 * i as f64)).collect(),
+        ),
+        (
+            "rewards/accuracies",
+            (1..=10).map(|i| (i * 2, 0.5 + 0.04 * i as f64)).collect(),
+        ),
+    ]);
+    let v = ask(dpo_health, &run, &[], thresholds("dpo_health"));
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // The same small margin at chance accuracy is flat.
+    let flat = run_with(&[
+        (
+            "rewards/margins",
+            (1..=10).map(|i| (i * 2, 0.004 * i as f64)).collect(),
+        ),
+        (
+            "rewards/accuracies",
+            (1..=10).map(|i| (i * 2, 0.5)).collect(),
+        ),
+    ]);
+    let v = ask(dpo_health, &flat, &[], thresholds("dpo_health"));
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "flat_margin")
+    );
+}
