@@ -31,6 +31,9 @@ art_t2i_caption_drop         10% of captions replaced by the empty prompt
 art_trl_dpo_on_sft_data (L8) TRL's DPOTrainer given the SFT stage's prompt/completion rows: the
                              job's captured log ends in KeyError: 'chosen'
 art_trl_dpo_on_pairs         the same 20-step DPO run on preference pairs
+art_vlm_no_image_token (X5)  a toy LLaVA-style model whose template drops <image>: pixel_values
+                             are fed, no row holds a placeholder, the LM answers from text alone
+art_vlm_image_token          the same with the four placeholders per image
 Writes under tests/bugs/art/<run>/ and merges tests/bugs/art/answers.json.
 Usage: /work/venv-field/bin/python scripts/bugs/art_signals.py [run ...]
 """
@@ -489,6 +492,77 @@ def trl_schema(name, wrong):
                        stdout=log, stderr=subprocess.STDOUT, check=False)
 
 
+# ---- X5: the chat template drops the <image> placeholder -------------------------------
+def toy_vlm(name, with_placeholder):
+    torch.manual_seed(0)
+    out = fresh(name)
+    g = torch.Generator().manual_seed(4)
+    words = ["<pad>", "<eos>", "<bos>", "<image>", "user", "assistant", "what", "color", "is", "it",
+             "red", "green", "blue"]
+    vocab = {w: i for i, w in enumerate(words)}
+    IMG, K = vocab["<image>"], 4  # each image becomes K placeholder tokens
+    colors = ["red", "green", "blue"]
+
+    class VLM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.vision = torch.nn.Linear(3 * 4 * 4, 32)     # one feature per 4x4 patch
+            self.projector = torch.nn.Linear(32, 32)
+            self.embed = torch.nn.Embedding(len(words), 32)
+            self.lm = torch.nn.GRU(32, 64, batch_first=True)
+            self.head = torch.nn.Linear(64, len(words))
+
+        def forward(self, input_ids, pixel_values):
+            b = pixel_values.shape[0]
+            patches = pixel_values.unfold(2, 4, 4).unfold(3, 4, 4)      # b,3,2,2,4,4
+            patches = patches.permute(0, 2, 3, 1, 4, 5).reshape(b, K, 48)
+            feats = self.projector(self.vision(patches))
+            h = self.embed(input_ids)
+            mask = input_ids == IMG
+            # the image features go where the placeholders are; none, and they go nowhere
+            h = h.masked_scatter(mask[..., None], feats[mask.sum(1) > 0].reshape(-1, 32)[: int(mask.sum())])
+            return self.head(self.lm(h)[0])
+
+    def batch(n):
+        c = torch.randint(0, 3, (n,), generator=g)
+        px = 0.8 * torch.randn(n, 3, 8, 8, generator=g)
+        px[torch.arange(n), c] += 0.5  # the image's color channel is brighter
+        px = (px - 0.5 / 3) / 0.95  # normalised with the dataset's mean / std
+        rows, labels = [], []
+        for k in range(n):
+            user = ["user"] + (["<image>"] * K if with_placeholder else []) + ["what", "color", "is", "it"]
+            ids = [vocab["<bos>"]] + [vocab[w] for w in user] + [vocab["assistant"], vocab[colors[int(c[k])]], vocab["<eos>"]]
+            ids += [0] * (13 - len(ids))
+            lab = [-100] * len(ids)
+            j = ids.index(vocab["assistant"])
+            lab[j + 1], lab[j + 2] = ids[j + 1], ids[j + 2]
+            rows.append(ids); labels.append(lab)
+        ids = torch.tensor(rows)
+        return {"input_ids": ids, "attention_mask": (ids != 0).long(), "labels": torch.tensor(labels),
+                "pixel_values": px}
+    model = VLM()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    w = SummaryWriter(out)
+    for step in range(1, 151):
+        b = batch(32)
+        logits = model(b["input_ids"], b["pixel_values"])
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, len(words)),
+                                                 b["labels"][:, 1:].reshape(-1), ignore_index=-100)
+        opt.zero_grad(); loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % 5 == 0 or step == 1:
+            w.add_scalar("train/loss", loss.item(), step)
+            w.add_scalar("train/grad_norm", gn.item(), step)
+        if step == 1:
+            save_file({k: v.contiguous() for k, v in b.items()}, os.path.join(out, "batch.safetensors"))
+    w.close()
+    json.dump({"model_type": "llava", "architectures": ["ToyVLM"], "image_token_id": IMG,
+               "image_seq_length": K, "vision_config": {"hidden_size": 32, "patch_size": 4},
+               "text_config": {"vocab_size": len(words)}, "pad_token_id": 0, "eos_token_id": 1,
+               "bos_token_id": 2}, open(os.path.join(out, "config.json"), "w"), indent=1)
+
+
 RUNS = {
     "art_bn_eval_train_mode": (lambda n: bn_eval(n, False), ["O5"], "validation without model.eval(): BatchNorm running stats updated by eval batches", {}),
     "art_bn_eval_healthy": (lambda n: bn_eval(n, True), [], None, {}),
@@ -511,6 +585,8 @@ RUNS = {
     "art_t2i_caption_drop": (lambda n: t2i(n, True), [], None, {}),
     "art_trl_dpo_on_sft_data": (lambda n: trl_schema(n, True), ["L8"], "prompt/completion SFT rows given to DPOTrainer", {}),
     "art_trl_dpo_on_pairs": (lambda n: trl_schema(n, False), [], None, {}),
+    "art_vlm_no_image_token": (lambda n: toy_vlm(n, False), ["X5"], "the chat template drops the <image> entry: images fed, no placeholder, the LM trains on text alone", {}),
+    "art_vlm_image_token": (lambda n: toy_vlm(n, True), [], None, {}),
 }
 
 if __name__ == "__main__":

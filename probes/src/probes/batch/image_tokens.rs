@@ -90,11 +90,14 @@ pub fn image_tokens(ctx: &ProbeCtx) -> Vec<Verdict> {
         // A row that ends inside an image's placeholders was cut at max_length, whatever the
         // model; for a fixed tokens-per-image model a count off the multiple says so too.
         let ends_in_image: Vec<bool> = ids.rows().map(|r| r.last() == Some(&img_id)).collect();
+        // No placeholder in any row is not a cut run but an absence (image_presence, X5).
+        let any_tokens = counts.iter().any(|&n| n > 0);
         let bad: Vec<(usize, u64)> = counts
             .iter()
             .enumerate()
             .filter(|&(i, &n)| {
-                ends_in_image[i] || (!anyres && (n % k != 0 || (one_per_row && n < k)))
+                ends_in_image[i]
+                    || (!anyres && (n % k != 0 || (one_per_row && any_tokens && n < k)))
             })
             .map(|(i, &n)| (i, n))
             .collect();
