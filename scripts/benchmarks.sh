@@ -99,6 +99,9 @@ for run in ../shared/fixtures/*/; do
 done
 FIX=${FIX%$'\n'}
 
+say "diagnosis recall over the bug corpus (field, shared fixtures, generated runs)"
+REC=$(python3 scripts/bugs/recall.py "$REL/mltriage" 2>&1)
+
 say "criterion: catalog load, index build, query latency"
 # One line per benchmark, "<name>\t<median> <unit>": criterion prints "name  time: [low median high]",
 # or the name alone on a line before "time:" when it is long; names may contain spaces.
@@ -201,6 +204,21 @@ NOTE
   echo
   echo '```'
   echo "$SQ"
+  echo '```'
+  echo
+  echo "## Diagnosis recall over the whole bug corpus"
+  echo
+  echo "\`check\` over every run with an answer file: the field corpus (tests/field, real frameworks),"
+  echo "the shared fixtures (../shared/fixtures) and the generated bug corpus (every"
+  echo "tests/bugs/*/answers.json, written by scripts/bugs/*.py with real PyTorch / TRL training on CPU). A"
+  echo "bug is *named* when one of its accepted entries is a fail or warn, *top-1* when the first fail/warn"
+  echo "is; a healthy twin is *clean* at 0 fail and 0 warn. Misses are tests/field_check.rs's KNOWN_MISSES"
+  echo "(\`accel_mlflow_no_decay_split\`: a BatchNorm CNN decaying its BN gains under AdamW, as the shared"
+  echo "fixture vision_healthy does too; \`batchnorm_status\` in playbook/probes.yaml decides). Regenerate"
+  echo "alone with \`cargo build -q && python3 scripts/bugs/recall.py target/debug/mltriage\`."
+  echo
+  echo '```'
+  echo "$REC"
   echo '```'
   echo
   echo "## Raw output"

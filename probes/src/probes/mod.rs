@@ -1,5 +1,5 @@
 //! The probe registry: every implemented probe, one folder per family of questions
-//! (`metric/`, `checkpoint/`, `optimizer/`, `batch/`, `config/`, `smoke.rs`); a probe's file
+//! (`metric/`, `checkpoint/`, `optimizer/`, `batch/`, `config/`, `log/`, `smoke.rs`); a probe's file
 //! is named for its id (or for the tight group it belongs to) and holds its spec.
 
 /// A threshold from the playbook, or an early `skip` verdict naming the missing key:

@@ -3,6 +3,7 @@
 //! checkpoint, RNG state, code, a format not read). Used by `inspect RUN` and by `check`, which
 //! names the files it could not use.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{ArtifactKind, Run};
@@ -23,11 +24,22 @@ pub struct FileUse {
 pub fn explain(run: &Run) -> Vec<FileUse> {
     let problems = run.problems();
     let metrics = run.metrics();
+    // Which checkpoint reads each file (the first that lists it, weights before optimizer),
+    // looked up once per file instead of scanning every checkpoint for every file.
+    let mut roles: HashMap<&Path, Role> = HashMap::new();
+    for (i, c) in run.checkpoints.iter().enumerate() {
+        for w in &c.weights {
+            roles.entry(w.as_path()).or_insert(Role::Weights(i));
+        }
+        if let Some(o) = &c.optimizer {
+            roles.entry(o.as_path()).or_insert(Role::Optimizer(i));
+        }
+    }
     run.artifacts
         .iter()
         .map(|a| {
             let p = a.path.as_path();
-            let (used, what) = describe(run, p, a.kind, metrics);
+            let (used, what) = describe(run, p, a.kind, metrics, roles.get(p).copied());
             let bad = problems
                 .iter()
                 .find(|m| m.starts_with(&format!("{}:", p.display())));
@@ -45,23 +57,34 @@ pub fn explain(run: &Run) -> Vec<FileUse> {
         .collect()
 }
 
+/// The part a file plays in a checkpoint (by the checkpoint's index).
+#[derive(Clone, Copy)]
+enum Role {
+    Weights(usize),
+    Optimizer(usize),
+}
+
 fn describe(
     run: &Run,
     p: &Path,
     kind: ArtifactKind,
     metrics: &crate::metrics::MetricSet,
+    role: Option<Role>,
 ) -> (bool, String) {
     use ArtifactKind as K;
     if let Some(s) = run.set_aside.iter().find(|s| s.path == p) {
         return (false, format!("ignored: {}", s.reason));
     }
-    for c in &run.checkpoints {
+    if let Some(role) = role {
+        let c = match role {
+            Role::Weights(i) | Role::Optimizer(i) => &run.checkpoints[i],
+        };
         let step = if c.step_unknown {
             "step unknown".to_string()
         } else {
             format!("step {}", c.step)
         };
-        if c.weights.iter().any(|w| w == p) {
+        if matches!(role, Role::Weights(_)) {
             let also = if c.optimizer.as_deref() == Some(p) {
                 " and its optimizer state"
             } else {
