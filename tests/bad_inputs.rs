@@ -156,6 +156,40 @@ fn a_run_made_of_bad_files_checks_with_skips_and_names_them() {
     assert!(!Path::new(PWNED).exists());
 }
 
+#[test]
+fn a_broken_dcp_checkpoint_is_named_by_check_and_refused_by_inspect() {
+    // A torch.distributed.checkpoint folder whose .metadata is not a pickle.
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("step_100");
+    std::fs::create_dir_all(&ck).unwrap();
+    std::fs::write(ck.join(".metadata"), b"not a pickle").unwrap();
+    std::fs::write(ck.join("__0_0.distcp"), b"PK").unwrap();
+    let out = mlt()
+        .arg("inspect")
+        .arg(ck.join(".metadata"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(".metadata"), "{err}");
+    let out = mlt()
+        .arg("check")
+        .arg(dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let problems = v["problems"].as_array().unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.as_str().unwrap().contains(".metadata")),
+        "{problems:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Hostile and unlucky inputs (issue 15): every case runs the real binary under a wall-clock
 // limit with its peak RSS measured (tests/bounded); none may panic, abort, hang or pass 1 GB.

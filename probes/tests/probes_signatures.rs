@@ -431,3 +431,20 @@ fn eval_determinism_fails_the_same_eval_batch_with_different_pixels() {
         Status::Skip
     );
 }
+
+#[test]
+fn nonfinite_weights_blames_the_fused_step_when_the_gradients_stayed_finite() {
+    // probes/tests/data/fused_nan (scripts/bugs/make_fused_nan.py): AdamW(fused=True), finite
+    // logged grad norms; `bug`'s last checkpoint holds NaN, `twin`'s does not.
+    let data = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fused_nan"));
+    let v = run_probe_on("nonfinite_weights", &data.join("bug"), &[]);
+    assert_eq!(
+        (v[0].entry.as_str(), v[0].status, v[0].outcome.as_str()),
+        ("O11", Status::Fail, "fused"),
+        "{v:#?}"
+    );
+    assert_quiet(
+        &run_probe_on("nonfinite_weights", &data.join("twin"), &[]),
+        "fused twin",
+    );
+}

@@ -125,7 +125,7 @@ pub fn unreadable_tensor_files(run: &Run) -> Vec<String> {
         .iter()
         .filter_map(|a| {
             let opened = match a.kind {
-                Safetensors | SafetensorsIndex | TorchFile | Batch => {
+                Safetensors | SafetensorsIndex | TorchFile | DcpMetadata | Batch => {
                     TensorFile::open(&a.path).map(|_| ())
                 }
                 Optimizer => OptimizerState::read(&a.path).map(|_| ()),

@@ -84,15 +84,9 @@ impl OptimizerState {
         .flatten()
         .find(|v| lookup(v, "param_groups").is_some())
         .ok_or_else(|| {
-            let zero = lookup(root, "optimizer_state_dict")
-                .is_some_and(|o| lookup(o, "single_partition_of_fp32_groups").is_some());
             ReadError::format(
                 path,
-                if zero {
-                    "DeepSpeed ZeRO optimizer partition: per-parameter state is flattened into one tensor per group, not read"
-                } else {
-                    "no optimizer state dict (expected 'state' and 'param_groups')"
-                },
+                "no optimizer state dict (expected 'state' and 'param_groups')",
             )
         })?;
         let groups_v = lookup(sd, "param_groups")
