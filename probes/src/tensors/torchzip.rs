@@ -73,25 +73,7 @@ impl TorchZip {
             ));
         }
         let entries = read_directory(path, &map)?;
-        let pkl = entries
-            .keys()
-            .filter(|k| {
-                k.ends_with("data.pkl")
-                    && (k.len() == 8 || k.ends_with("/data.pkl"))
-                    && k.matches('/').count() <= 1
-            })
-            .min_by_key(|k| k.len())
-            .cloned()
-            .ok_or_else(|| ReadError::format(path, "no data.pkl in archive"))?;
-        let prefix = pkl[..pkl.len() - "data.pkl".len()].to_string();
-        if let Some(e) = entries.get(&format!("{prefix}byteorder")) {
-            if e.stored && map.get(e.start..e.start + e.size) == Some(&b"big"[..]) {
-                return Err(ReadError::format(
-                    path,
-                    "big-endian torch archive not supported",
-                ));
-            }
-        }
+        let (pkl, prefix) = data_pkl(path, &map, &entries)?;
         let e = entries[&pkl];
         let data = entry_bytes(path, &map, &pkl, e)?;
         let root =
@@ -214,6 +196,31 @@ fn read_directory(path: &Path, map: &[u8]) -> Result<HashMap<String, Entry>> {
     Ok(out)
 }
 
+/// The archive's `<prefix>/data.pkl` entry and its prefix (`archive/`, or none); a big-endian
+/// archive (its `byteorder` entry says `big`) is refused.
+fn data_pkl(path: &Path, map: &[u8], entries: &HashMap<String, Entry>) -> Result<(String, String)> {
+    let pkl = entries
+        .keys()
+        .filter(|k| {
+            k.ends_with("data.pkl")
+                && (k.len() == 8 || k.ends_with("/data.pkl"))
+                && k.matches('/').count() <= 1
+        })
+        .min_by_key(|k| k.len())
+        .cloned()
+        .ok_or_else(|| ReadError::format(path, "no data.pkl in archive"))?;
+    let prefix = pkl[..pkl.len() - "data.pkl".len()].to_string();
+    if let Some(e) = entries.get(&format!("{prefix}byteorder")) {
+        if e.stored && map.get(e.start..e.start + e.size) == Some(&b"big"[..]) {
+            return Err(ReadError::format(
+                path,
+                "big-endian torch archive not supported",
+            ));
+        }
+    }
+    Ok((pkl, prefix))
+}
+
 /// Where an entry's data begins: after its local header (30 bytes + name + extra field).
 fn local_data_start(map: &[u8], header: u64) -> Option<u64> {
     let h = usize::try_from(header).ok()?;
@@ -296,13 +303,7 @@ pub(crate) fn lone_tensor(path: &Path, bytes: &[u8]) -> Result<(TensorRef, Vec<u
         ));
     }
     let entries = read_directory(path, bytes)?;
-    let pkl = entries
-        .keys()
-        .filter(|k| k.ends_with("data.pkl") && k.matches('/').count() <= 1)
-        .min_by_key(|k| k.len())
-        .cloned()
-        .ok_or_else(|| ReadError::format(path, "a chunk has no data.pkl"))?;
-    let prefix = &pkl[..pkl.len() - "data.pkl".len()];
+    let (pkl, prefix) = data_pkl(path, bytes, &entries)?;
     let root = pickle::parse(entry_bytes(path, bytes, &pkl, entries[&pkl])?)
         .map_err(|err| ReadError::format(path, format!("chunk {pkl}: {err}")))?;
     let Value::Tensor(t) = root else {
