@@ -17,6 +17,7 @@ pub mod names;
 pub mod playbook;
 pub mod probe;
 pub mod probes;
+pub mod profile;
 pub mod pyjson;
 pub mod run;
 pub mod tensors;

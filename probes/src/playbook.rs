@@ -59,6 +59,10 @@ pub struct ProbeDef {
     pub explains: Vec<String>,
     #[serde(default)]
     pub thresholds: BTreeMap<String, Threshold>,
+    /// The runs it judges (`any`, or phases / inits / needs); `lint` requires it. Outside
+    /// them the probe skips with "not applicable: why".
+    #[serde(default)]
+    pub applies: Option<crate::profile::Applies>,
     #[serde(skip)]
     pub origin: Origin,
 }

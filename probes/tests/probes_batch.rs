@@ -34,6 +34,7 @@ fn probe(id: &str, dir: &Path, facts: &[&str]) -> Vec<Verdict> {
     let ctx = ProbeCtx {
         run: &run,
         facts: &facts,
+        profile: &mltriage_probes::profile::Profile::of(&run, &facts),
         params: &params,
         compute: &compute,
         baseline: None,
@@ -850,6 +851,7 @@ fn batch_thresholds_come_from_the_playbook() {
         let ctx = ProbeCtx {
             run: &run,
             facts: &facts,
+            profile: &mltriage_probes::profile::Profile::of(&run, &facts),
             params: &params,
             compute: &compute,
             baseline: None,

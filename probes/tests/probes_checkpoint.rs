@@ -40,6 +40,7 @@ fn run_on(id: &str, run: &Run, user: &[&str]) -> Vec<Verdict> {
     let ctx = ProbeCtx {
         run,
         facts: &facts,
+        profile: &mltriage_probes::profile::Profile::of(run, &facts),
         params: &params,
         compute: &compute,
         baseline: None,
@@ -64,6 +65,7 @@ fn one_with(id: &str, dir: &Path, user: &[&str], set: &[(&str, f64)]) -> Verdict
     let ctx = ProbeCtx {
         run: &run,
         facts: &facts,
+        profile: &mltriage_probes::profile::Profile::of(&run, &facts),
         params: &params,
         compute: &compute,
         baseline: None,

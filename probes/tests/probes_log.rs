@@ -22,6 +22,7 @@ fn ask(files: &[(&str, &str)]) -> Verdict {
     let ctx = ProbeCtx {
         run: &run,
         facts: &facts,
+        profile: &mltriage_probes::profile::Profile::of(&run, &facts),
         params: &params,
         compute: &c,
         baseline: None,

@@ -26,6 +26,7 @@ fn run_probe_on(id: &str, dir: &Path, user: &[&str]) -> Vec<Verdict> {
         &ProbeCtx {
             run: &run,
             facts: &facts,
+            profile: &mltriage_probes::profile::Profile::of(&run, &facts),
             params: &params,
             compute: &compute,
             baseline: None,

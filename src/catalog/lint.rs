@@ -196,6 +196,20 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
                 ));
             }
         }
+        match &p.applies {
+            None => out.push(err(
+                &p.origin,
+                format!(
+                    "probe {}: no `applies:` declaration (`applies: any`, or the phases / inits / needs it judges)",
+                    p.id
+                ),
+            )),
+            Some(a) => {
+                if let Err(e) = a.validate() {
+                    out.push(err(&p.origin, format!("probe {}: {e}", p.id)));
+                }
+            }
+        }
         for x in &p.explains {
             if !probe_ids.contains(x.as_str()) {
                 out.push(err(

@@ -256,7 +256,9 @@ pub fn probe_cmd(
     let run = open_run(run)?;
     let base = baseline.map(open_run).transpose()?;
     let facts = effective_facts(&run, &user);
-    let mut findings = run_one(cat, id, &run, &facts, &compute, base.as_ref()).unwrap_or_default();
+    let profile = mltriage_probes::profile::Profile::of(&run, &facts);
+    let mut findings =
+        run_one(cat, id, &run, &facts, &profile, &compute, base.as_ref()).unwrap_or_default();
     order(cat, &mut findings);
     if json {
         emit_json(

@@ -7,6 +7,7 @@ use mltriage_probes::device::Compute;
 use mltriage_probes::facts::facts_from_artifacts;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::probe::{run_probe, ProbeCtx, ProbeSpec, Status, Verdict};
+use mltriage_probes::profile::Profile;
 use mltriage_probes::run::{ArtifactKind, Run};
 use mltriage_probes::tensors::{OptimizerState, TensorFile};
 
@@ -24,6 +25,8 @@ pub struct Report {
     pub build: String,
     pub artifacts: Vec<mltriage_probes::run::Artifact>,
     pub facts: Facts,
+    /// What kind of run this is, with the evidence (computed once, before any probe).
+    pub profile: Profile,
     /// Files that could not be read (`<file>: <why>`).
     pub problems: Vec<String>,
     /// Files no probe could use, with why (`inspect RUN` lists every file).
@@ -52,21 +55,28 @@ pub fn effective_facts(run: &Run, user: &Facts) -> Facts {
     f
 }
 
-/// Run one probe by id with the playbook's thresholds.
+/// Run one probe by id with the playbook's thresholds — or, outside the runs its `applies:`
+/// declaration names, a `skip` saying why it does not apply.
 pub fn run_one(
     cat: &Catalog,
     id: &str,
     run: &Run,
     facts: &Facts,
+    profile: &Profile,
     compute: &Compute,
     baseline: Option<&Run>,
 ) -> Option<Vec<Finding>> {
     let spec = spec(id)?;
     let def = cat.probe(id)?;
     let params = def.params();
+    if let Some(Err(why)) = def.applies.as_ref().map(|a| a.judge(profile)) {
+        let v = Verdict::skip(spec.entries[0], format!("not applicable: {why}"));
+        return Some(vec![Finding::from_verdict(cat, id, v)]);
+    }
     let ctx = ProbeCtx {
         run,
         facts,
+        profile,
         params: &params,
         compute,
         baseline,
@@ -89,11 +99,12 @@ pub fn check(
     baseline: Option<&Run>,
 ) -> Report {
     let facts = effective_facts(run, user_facts);
+    let profile = Profile::of(run, &facts);
     // Every checkpoint file read once, on every core, before the probes ask their questions.
     mltriage_probes::probes::checkpoint::model::prefetch(run, compute);
     let mut findings = Vec::new();
     for def in &cat.probes {
-        if let Some(mut f) = run_one(cat, &def.id, run, &facts, compute, baseline) {
+        if let Some(mut f) = run_one(cat, &def.id, run, &facts, &profile, compute, baseline) {
             findings.append(&mut f);
         }
     }
@@ -108,6 +119,7 @@ pub fn check(
         build: mltriage_probes::device::BuildInfo::current().label(),
         artifacts: run.artifacts.clone(),
         facts,
+        profile,
         problems,
         unused: mltriage_probes::run::explain(run)
             .into_iter()

@@ -169,12 +169,13 @@ impl LiveRunner {
         let cat = self.cat.clone();
         let run = self.ensure_run().map_err(JobOutput::Failed)?;
         let facts = check::effective_facts(run, facts);
+        let profile = mltriage_probes::profile::Profile::of(run, &facts);
         let mut out = Vec::new();
         for (i, id) in ids.iter().enumerate() {
             if cancel.load(Ordering::Relaxed) {
                 return Err(JobOutput::Cancelled);
             }
-            match check::run_one(&cat, id, run, &facts, &compute, None) {
+            match check::run_one(&cat, id, run, &facts, &profile, &compute, None) {
                 Some(mut f) => out.append(&mut f),
                 None => out.push(not_implemented(&cat, id)),
             }

@@ -235,7 +235,11 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
             "vocab_size" if numeric => "vocab_size",
             "num_classes" | "num_labels" if numeric => "num_classes",
             "grad_clip" | "max_grad_norm" | "gradient_clip_val" if numeric => "max_grad_norm",
-            "gradient_accumulation_steps" | "accum_steps" if numeric => "accum_steps",
+            "gradient_accumulation_steps" | "accum_steps" | "grad_accum_steps" if numeric => {
+                "accum_steps"
+            }
+            // nanoGPT: 'scratch', 'resume' or a pretrained model's name.
+            "init_from" if !numeric => "init_from",
             "dtype" | "precision" | "mixed_precision" | "amp_dtype" => {
                 if let Some(p) = precision_of(v) {
                     f.set_artifact_if_absent("precision", p, file);
@@ -333,6 +337,10 @@ fn training_args_value_facts(v: &crate::tensors::Value, file: &str, f: &mut Fact
     };
     if num("learning_rate").is_none() && lookup(v, "lr_scheduler_type").is_none() {
         return; // not a TrainingArguments
+    }
+    // The config class says which trainer wrote it (`SFTConfig`, `DPOConfig`, `GRPOConfig`).
+    if let crate::tensors::Value::Object { class, .. } = v {
+        f.set_artifact_if_absent("args_class", &class.1, file);
     }
     let args_max = num("max_steps").filter(|x| *x > 0.0);
     let total = args_max.or_else(|| f.f64("total_steps").filter(|x| *x > 0.0));

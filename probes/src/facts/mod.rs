@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 pub(crate) mod extract;
 
 pub use extract::facts_from_artifacts;
+pub(crate) use extract::precision_of;
 
 /// Keys the probes understand (DESIGN.md §4.2). Others are kept verbatim.
 pub const KNOWN_KEYS: &[(&str, &str)] = &[

@@ -130,11 +130,29 @@ impl Series {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MetricSet {
     pub series: Vec<Series>,
+    /// Where a log restarts part-way through the run (a resumed run's second log segment,
+    /// a new event file that starts late): one per restart, earliest first.
+    pub restarts: Vec<Restart>,
+}
+
+/// A log segment that starts part-way through the run: the mark of a resume.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Restart {
+    /// The first step the later segment logs.
+    pub step: u64,
+    /// The series' canonical name.
+    pub name: String,
+    /// The later segment's file (or folder).
+    #[serde(serialize_with = "crate::probe::lossy_path_ser")]
+    pub source: PathBuf,
 }
 
 impl MetricSet {
     pub fn new(series: Vec<Series>) -> Self {
-        MetricSet { series }
+        MetricSet {
+            series,
+            restarts: Vec::new(),
+        }
     }
 
     /// The series for a canonical name: rank `None`/0 first, then the longest. A name with no

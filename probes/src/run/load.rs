@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::{Artifact, ArtifactKind, Run};
 use crate::config::{AdapterConfig, ModelConfig, SchedulerConfig};
 use crate::metrics::trainer_state::TrainerState;
-use crate::metrics::{csvlog, mlflow, stdout_log, tfevents, wandb, MetricSet, Series};
+use crate::metrics::{csvlog, mlflow, stdout_log, tfevents, wandb, MetricSet, Restart, Series};
 
 /// Metrics loaded once, with the files that failed.
 #[derive(Debug, Default)]
@@ -26,8 +26,8 @@ enum Origin {
     Other,
 }
 
-/// Series read by one job, with the files that failed.
-type JobResult = (Vec<(Series, Origin)>, Vec<String>);
+/// Series read by one job, with the files that failed and the restarts inside one folder.
+type JobResult = (Vec<(Series, Origin)>, Vec<String>, Vec<Restart>);
 
 /// Read every metric artifact once (in parallel) into one set.
 pub(super) fn load_metrics(run: &Run) -> Loaded {
@@ -62,6 +62,7 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
         .par_iter()
         .map(|job| {
             let mut problems = Vec::new();
+            let mut restarts = Vec::new();
             let series = match job {
                 Job::State(p) => match run.trainer_state() {
                     Some(st) => st
@@ -76,7 +77,7 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
                         Vec::new()
                     }
                 },
-                Job::Events(files) => read_event_dir(files, &mut problems)
+                Job::Events(files) => read_event_dir(files, &mut problems, &mut restarts)
                     .into_iter()
                     .map(|s| (s, Origin::Events))
                     .collect(),
@@ -113,14 +114,16 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
                     }
                 }
             };
-            (series, problems)
+            (series, problems, restarts)
         })
         .collect();
     let mut all: Vec<(Series, Origin)> = Vec::new();
     let mut problems = Vec::new();
-    for (s, p) in results {
+    let mut event_restarts = Vec::new();
+    for (s, p, r) in results {
         all.extend(s);
         problems.extend(p);
+        event_restarts.extend(r);
     }
     // A series in both the trainer state and TensorBoard: keep the longer (the state on a tie).
     let mut best: HashMap<(String, Option<u32>), (usize, usize, Origin)> = HashMap::new();
@@ -149,21 +152,28 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
             None => true,
         }
     };
-    let series = all
+    let series: Vec<Series> = all
         .into_iter()
         .enumerate()
         .filter(|(i, (s, o))| keep(*i, s, *o))
         .map(|(_, (s, _))| s)
         .collect();
-    Loaded {
-        set: MetricSet::new(series),
-        problems,
-    }
+    let (series, mut restarts) = super::segments::join(series);
+    restarts.extend(event_restarts);
+    restarts.sort_by(|x, y| x.step.cmp(&y.step).then_with(|| x.name.cmp(&y.name)));
+    restarts.dedup_by(|x, y| x.step == y.step && x.name == y.name);
+    let mut set = MetricSet::new(series);
+    set.restarts = restarts;
+    Loaded { set, problems }
 }
 
 /// Read the event files of one folder (one rank) and merge them by tag in file-name order
 /// (their names start with the creation time), later files winning on a repeated step.
-fn read_event_dir(files: &[&Artifact], problems: &mut Vec<String>) -> Vec<Series> {
+fn read_event_dir(
+    files: &[&Artifact],
+    problems: &mut Vec<String>,
+    restarts: &mut Vec<Restart>,
+) -> Vec<Series> {
     let mut sorted: Vec<&Artifact> = files.to_vec();
     sorted.sort_by(|a, b| a.path.file_name().cmp(&b.path.file_name()));
     let mut merged: Vec<Series> = Vec::new();
@@ -176,6 +186,13 @@ fn read_event_dir(files: &[&Artifact], problems: &mut Vec<String>) -> Vec<Series
                     match index.get(&s.tag) {
                         Some(&i) => {
                             if let Some(m) = merged.get_mut(i) {
+                                if super::segments::continues(m, &s) {
+                                    restarts.push(Restart {
+                                        step: s.first().map(|p| p.step).unwrap_or(0),
+                                        name: s.name.clone(),
+                                        source: a.path.clone(),
+                                    });
+                                }
                                 m.points.extend(s.points);
                                 m.source = a.path.parent().unwrap_or(&a.path).to_path_buf();
                                 m.normalize();

@@ -17,6 +17,7 @@ use crate::names::{rank_from_name, step_from_name};
 mod checkpoints;
 mod explain;
 mod load;
+mod segments;
 
 pub use explain::{explain, FileUse};
 

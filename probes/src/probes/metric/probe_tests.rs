@@ -335,6 +335,7 @@ fn dpo_ppo_scaler_and_baseline_ratio() {
     let v = grad_norm_ratio(&ProbeCtx {
         run: &run,
         facts: &facts,
+        profile: &crate::profile::Profile::of(&run, &facts),
         params: &rp,
         compute: &c,
         baseline: Some(&base),

@@ -49,6 +49,7 @@ pub(super) fn ask(
     f(&ProbeCtx {
         run,
         facts: &facts,
+        profile: &crate::profile::Profile::of(run, &facts),
         params: &params,
         compute: &c,
         baseline: None,
@@ -101,6 +102,7 @@ pub(super) fn ask_with(
     f(&ProbeCtx {
         run,
         facts,
+        profile: &crate::profile::Profile::of(run, facts),
         params: &params,
         compute: &c,
         baseline,

@@ -1,0 +1,120 @@
+//! One run logged in several segments: a resumed run writes a second log (Lightning's
+//! `version_1/`, a second JSONL file, a new event file) that starts part-way through the run.
+//! Segments of one series are joined into one series and each join is kept as a
+//! [`Restart`] — so a resume is never mistaken for a second seed, and the profile knows the
+//! step the run resumed at.
+//!
+//! The rule: a later segment B continues an earlier segment A of the same series (name and
+//! rank, different file) when B starts past the middle of A's span and ends after A does.
+//! Seeds and duplicate loggers start together; a validation series ends where training does.
+
+use std::collections::BTreeMap;
+
+use crate::metrics::{Restart, Series};
+
+/// Whether `b` continues `a` (both non-empty).
+pub(crate) fn continues(a: &Series, b: &Series) -> bool {
+    let (Some(a0), Some(a1), Some(b0), Some(b1)) = (a.first(), a.last(), b.first(), b.last())
+    else {
+        return false;
+    };
+    let mid = a0.step + (a1.step - a0.step) / 2;
+    b0.step > a0.step && b0.step > mid && b1.step > a1.step
+}
+
+/// Join continuing segments: A's points before B's first step, then B's. Returns the series
+/// (joined ones in place of their segments) and the restarts found.
+pub(crate) fn join(series: Vec<Series>) -> (Vec<Series>, Vec<Restart>) {
+    let mut groups: BTreeMap<(String, Option<u32>), Vec<usize>> = BTreeMap::new();
+    for (i, s) in series.iter().enumerate() {
+        if !s.is_empty() {
+            groups.entry((s.name.clone(), s.rank)).or_default().push(i);
+        }
+    }
+    let mut slots: Vec<Option<Series>> = series.into_iter().map(Some).collect();
+    let mut restarts = Vec::new();
+    for idx in groups.into_values().filter(|v| v.len() > 1) {
+        let mut order = idx;
+        order.sort_by_key(|&i| slots[i].as_ref().and_then(|s| s.first()).map(|p| p.step));
+        // Walk in start order; a segment that continues the chain's current head is folded in.
+        let mut head = order[0];
+        for &i in &order[1..] {
+            let (Some(a), Some(b)) = (slots[head].as_ref(), slots[i].as_ref()) else {
+                continue;
+            };
+            if a.source == b.source || !continues(a, b) {
+                // Not a continuation: the longer of the two stays the head of the chain.
+                if b.len() > a.len() {
+                    head = i;
+                }
+                continue;
+            }
+            let b = slots[i].take().expect("present");
+            let a = slots[head].as_mut().expect("present");
+            let at = b.first().map(|p| p.step).unwrap_or(0);
+            restarts.push(Restart {
+                step: at,
+                name: b.name.clone(),
+                source: b.source.clone(),
+            });
+            a.points.retain(|p| p.step < at);
+            a.points.extend(b.points);
+            a.source = common_parent(&a.source, &b.source);
+        }
+    }
+    restarts.sort_by(|x, y| x.step.cmp(&y.step).then_with(|| x.name.cmp(&y.name)));
+    (slots.into_iter().flatten().collect(), restarts)
+}
+
+/// The deepest folder holding both paths (the first path when they share none).
+fn common_parent(a: &std::path::Path, b: &std::path::Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for (x, y) in a.components().zip(b.components()) {
+        if x != y {
+            break;
+        }
+        out.push(x);
+    }
+    if out.as_os_str().is_empty() {
+        a.to_path_buf()
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Point;
+    use std::path::Path;
+
+    fn s(src: &str, steps: std::ops::Range<u64>) -> Series {
+        let pts = steps
+            .map(|st| Point {
+                step: st,
+                value: 1.0,
+                wall_time: None,
+            })
+            .collect();
+        Series::from_points("loss", Path::new(src), pts)
+    }
+
+    #[test]
+    fn a_resumed_segment_is_joined_and_recorded() {
+        let (out, r) = join(vec![s("run/v0/m.csv", 0..100), s("run/v1/m.csv", 80..200)]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), 200);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].step, 80);
+        assert_eq!(out[0].source, Path::new("run"));
+    }
+
+    #[test]
+    fn seeds_and_duplicate_loggers_stay_apart() {
+        let (out, r) = join(vec![s("a/m.csv", 0..100), s("b/m.csv", 0..100)]);
+        assert_eq!((out.len(), r.len()), (2, 0));
+        // A validation-like series ending with training is no continuation.
+        let (out, r) = join(vec![s("a/m.csv", 0..100), s("b/m.csv", 90..100)]);
+        assert_eq!((out.len(), r.len()), (2, 0));
+    }
+}
