@@ -70,7 +70,7 @@ const OVERFIT_SMOKE: ProbeSpec = ProbeSpec {
     entries: &["O1"],
     inputs: &["batch:pixel_values", "batch:labels", "device"],
     params: &["steps", "target_frac", "lr"],
-    outcomes: &["pass", "cannot_overfit", "skip"],
+    outcomes: &["pass", "learnable", "cannot_overfit", "skip"],
     run: overfit_smoke,
 };
 
@@ -211,7 +211,11 @@ pub fn overfit_smoke(ctx: &ProbeCtx) -> Vec<Verdict> {
                 v = v.evidence(e);
             }
             if l1.is_finite() && frac <= target {
-                v.message = format!("a linear softmax memorises this batch on {dev}: the device math works and the batch is not self-contradictory. This does not test your training loop (a linear model memorises even random labels): run O1's overfit-one-batch test with your own model and loop");
+                // A measurement of the batch and the device, not a verdict on O1: a linear
+                // model memorises even random labels, so nothing about the user's loop passed.
+                v.status = Status::Skip;
+                v.outcome = "learnable".into();
+                v.message = format!("measured, not judged: a linear softmax memorises this batch on {dev} (the device math works; the labels are not self-contradictory and the inputs are not constant). It does not test your model or loop — a linear model memorises even random labels: run O1's overfit-one-batch test with your own model and loop");
             } else {
                 v.status = Status::Warn;
                 v.outcome = "cannot_overfit".into();

@@ -181,7 +181,11 @@ impl OptimizerState {
                         continue;
                     }
                     let Value::Tensor(t) = sv else { continue };
-                    if ps.dtype.is_none() && !t.shape.is_empty() {
+                    // The parameter's shape is that of a moment that mirrors it; Adafactor's
+                    // factored second moment (`exp_avg_sq_row` / `_col`) is two vectors, not
+                    // the parameter (settled after the loop).
+                    let factored = sk.ends_with("_row") || sk.ends_with("_col");
+                    if ps.dtype.is_none() && !t.shape.is_empty() && !factored {
                         ps.shape = t.shape.clone();
                         ps.dtype = Some(t.dtype);
                     }
@@ -196,6 +200,19 @@ impl OptimizerState {
                         }
                     };
                     *slot = Some(t.clone());
+                }
+                if ps.dtype.is_none() {
+                    let row = ps.other.get("exp_avg_sq_row");
+                    let col = ps.other.get("exp_avg_sq_col");
+                    if let (Some(r), Some(c)) = (row, col) {
+                        let mut shape = r.shape.clone();
+                        shape.extend(c.shape.last().copied());
+                        ps.dtype = Some(r.dtype);
+                        ps.shape = shape;
+                    } else if let Some(t) = ps.other.values().find(|t| !t.shape.is_empty()) {
+                        ps.shape = t.shape.clone();
+                        ps.dtype = Some(t.dtype);
+                    }
                 }
                 state.insert(id, ps);
             }

@@ -85,13 +85,16 @@ pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
             "large",
             format!("above {phi}: large for a first step; watch init scale and loss reduction"),
         )
-    } else if ctx.facts.bool("from_scratch") == Some(false) {
+    } else if matches!(
+        ctx.profile.init.value,
+        crate::profile::Init::Pretrained | crate::profile::Init::Adapter
+    ) {
         // The band is a from-scratch init's; a fine-tune starts near a minimum, and a LoRA
         // adapter's B starts at 0, so only the adapters' small gradient flows.
         (
             Status::Pass,
             "pass",
-            format!("below {plo}, as a fine-tune's first gradient may be (from_scratch=false)"),
+            format!("below {plo}, as a fine-tune's first gradient may be ({})", ctx.profile.init.why()),
         )
     } else {
         (
@@ -166,7 +169,25 @@ pub fn grad_norm_band(ctx: &ProbeCtx) -> Vec<Verdict> {
     let mx = r.iter().map(|x| x.1).fold(f64::NEG_INFINITY, f64::max);
     let mn = r.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
     let (a, b) = (s.points[0].step, s.points[s.points.len() - 1].step);
-    let (st, out, msg) = if above / n >= high_frac {
+    // Clipping on and a cross-entropy that falls well: the pre-clip norm above the band is the
+    // regime small models learn in (clipping bounds every update), not an always-clipping
+    // failure. The loss decides, not the norm alone.
+    let clipped_and_learning = clip.is_some()
+        && above > 0.0
+        && ctx.profile.phase.value.is_cross_entropy()
+        && loss_falls_well(ctx).is_some();
+    let (st, out, msg) = if clipped_and_learning {
+        (
+            Status::Pass,
+            "pass",
+            format!(
+                "pre-clip norm above {high} in {:.0}% of windows, but clipping at {} bounds every update and the loss falls {:.0}% over the run: a learning run, not an always-clipping one",
+                100.0 * above / n,
+                fmt(clip.unwrap_or(0.0)),
+                100.0 * loss_falls_well(ctx).unwrap_or(0.0)
+            ),
+        )
+    } else if above / n >= high_frac {
         (Status::Fail, "high", format!("always-clipping regime ({:.0}% of windows above {high}): LR too high, batch too small, or a pathological example — halve lr_max and re-walk", 100.0 * above / n))
     } else if below / n >= low_frac {
         (Status::Fail, "low", format!("dead training ({:.0}% of windows below {low}): the loss mask zeroes most tokens, every parameter is frozen, or the LR is too small for updates to land", 100.0 * below / n))
@@ -427,4 +448,20 @@ pub fn grad_norm_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
             gb.points[gb.points.len() - 1].step,
         ))
         .value("ratio", r)]
+}
+
+/// The loss's relative fall when it falls well: the mean of its last quarter at least 30%
+/// below the mean of its first quarter, and not above the mean of its middle half (no late
+/// climb). None when it does not, or when there is too little of it to tell.
+pub(crate) fn loss_falls_well(ctx: &ProbeCtx) -> Option<f64> {
+    let s = ctx.run.metrics().get("loss")?;
+    let v: Vec<f64> = s.points.iter().map(|p| p.value).filter(|x| x.is_finite()).collect();
+    if v.len() < 8 {
+        return None;
+    }
+    let q = v.len() / 4;
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    let (head, mid, tail) = (mean(&v[..q]), mean(&v[q..v.len() - q]), mean(&v[v.len() - q..]));
+    let drop = (head - tail) / head.abs().max(1e-12);
+    (head > 0.0 && drop >= 0.3 && tail <= mid).then_some(drop)
 }

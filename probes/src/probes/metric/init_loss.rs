@@ -153,6 +153,17 @@ pub fn init_loss(ctx: &ProbeCtx) -> Vec<Verdict> {
         fmt(lnv - band),
         fmt(lnv + band)
     );
+    // A logged point that averages the first k steps (HF Trainer, TRL) sits below the step-0
+    // loss of a falling curve: "below ln V" cannot be read from it, only "above".
+    if let Some(k) = ctx.profile.logging.mean_over.filter(|_| d < -band) {
+        return vec![Verdict::skip(
+            "S1.1",
+            format!(
+                "the first logged loss is the mean of steps 1..{k}, not the step-0 loss: a falling loss averages below where it started, so a value under {label} says nothing of the init"
+            ),
+        )
+        .measured(measured)];
+    }
     let (status, outcome, msg) = if d.abs() <= band {
         (
             Status::Pass,

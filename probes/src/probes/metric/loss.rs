@@ -84,7 +84,23 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
     // smaller scale (a regression on normalised targets at 1e-3) is held to the same floor
     // relative to its own level.
     let slope_floor = min_slope * ve.abs().clamp(1e-12, 1.0);
-    let (st, out, msg) = if vl >= ve {
+    // A resumed segment (or a fine-tune) starts near its floor: only a rising loss is judged;
+    // "falls too slowly" is a start-of-run rule.
+    let late_start = !ctx.profile.sees_run_start();
+    let (st, out, msg) = if vl >= ve && late_start {
+        let rise = (vl - ve) / ve.abs().max(1e-12);
+        if rise > min_drop {
+            (Status::Fail, "rising", format!("the loss rises {:.1}% over the logged segment of a resumed run: check the restored optimizer and LR state (S6.2, S2.1)", 100.0 * rise))
+        } else {
+            return vec![Verdict::skip(
+                "S4.1",
+                format!("the logs begin mid-run (resumed at step {}): a late segment sits near its floor, and a flat slope there is not a start-of-run stall", ctx.profile.resumed_at.value.unwrap_or(first_step)),
+            )
+            .measured(measured)];
+        }
+    } else if late_start {
+        (Status::Pass, "pass", "the loss does not rise over the resumed segment".to_string())
+    } else if vl >= ve {
         (Status::Fail, "rising", "the loss is not falling (diverging or static): check the LR schedule (S2) and the optimizer state (S6)".to_string())
     } else if slope100 < slope_floor {
         (
@@ -95,10 +111,16 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
                 fmt(slope100)
             ),
         )
-    } else if long_enough && rel_drop < min_drop && ctx.facts.bool("from_scratch") == Some(false) {
+    } else if long_enough
+        && rel_drop < min_drop
+        && matches!(
+            ctx.profile.init.value,
+            crate::profile::Init::Pretrained | crate::profile::Init::Adapter
+        )
+    {
         return vec![Verdict::skip(
             "S4.1",
-            format!("only {:.1}% lower over the run, but this is a fine-tune (from_scratch=false): it may have started at its floor — judge against a baseline run or the update ratio (O22)", 100.0 * rel_drop),
+            format!("only {:.1}% lower over the run, but this is a fine-tune ({}): it may have started at its floor — judge against a baseline run or the update ratio (O22)", 100.0 * rel_drop, ctx.profile.init.why()),
         )
         .measured(measured)];
     } else if long_enough && rel_drop < min_drop {

@@ -56,10 +56,12 @@ pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
     } else if flat_margin {
         (Status::Fail, "flat_margin", "the reward margin does not grow (accuracy near 0.5): beta too large for the signal, LR too low, or a lost ref_model — start beta=0.1 and check the data schema (L8)")
     } else if acc.is_some_and(|a| a < good_acc) {
+        // L9's signature is a margin that does not grow or log-probs that collapse; a growing
+        // margin at an accuracy under 0.7 is what hard preference pairs give.
         (
-            Status::Warn,
-            "flat_margin",
-            "margin grows but preference accuracy stays below ~0.7",
+            Status::Pass,
+            "pass",
+            "margins grow; a preference accuracy under ~0.7 with a growing margin reflects hard preference pairs, not a failure",
         )
     } else {
         (Status::Pass, "pass", "margins grow and accuracy is healthy")

@@ -10,7 +10,7 @@ pub(super) const DECAY_GROUPS: ProbeSpec = ProbeSpec {
     id: "decay_groups",
     entries: &["S6.1", "O6"],
     inputs: &["optimizer"],
-    params: &["decay_min", "mixed_status", "batchnorm_status"],
+    params: &["decay_min", "mixed_status", "batchnorm_status", "shrink_min"],
     outcomes: &["pass", "decayed_1d", "skip"],
     run: decay_groups,
 };
@@ -22,6 +22,7 @@ pub(super) const DECAY_GROUPS: ProbeSpec = ProbeSpec {
 pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "S6.1";
     let decay_min = p!(ctx, E, "decay_min");
+    let shrink_min = p!(ctx, E, "shrink_min");
     let mixed = match ctx.params.text("mixed_status") {
         Ok(t) if t.eq_ignore_ascii_case("fail") => Status::Fail,
         Ok(_) => Status::Warn,
@@ -37,8 +38,26 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
     let mut groups_desc = Vec::new();
     let mut unknown = 0usize;
     let mut any_decay = false;
+    // What decay does to an untouched 1-D tensor over the run: it shrinks by exp(-wd · Σ lr);
+    // Σ lr ≤ peak LR × steps. None when a decayed group's LR or step count is unknown.
+    let run_steps = ctx.run.max_step().filter(|s| *s > 0);
+    let mut shrink: Option<f64> = Some(0.0);
     for g in &opt.groups {
         let wd = g.weight_decay.unwrap_or(0.0);
+        // The peak: a scheduler's `initial_lr`, or the lr_max fact — the group's `lr` alone may be
+        // a decayed end-of-run value that would understate the decay.
+        let peak = [g.initial_lr, ctx.facts.f64("lr_max")]
+            .into_iter()
+            .flatten()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        let steps = g
+            .params
+            .iter()
+            .filter_map(|id| opt.state.get(id).and_then(|s| s.step))
+            .chain(run_steps.map(|s| s as f64))
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        let before = decayed_1d.len();
         let mut n1 = 0;
         let mut n2 = 0;
         for id in &g.params {
@@ -62,6 +81,12 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
                 Some(_) => n2 += 1,
                 None => unknown += 1,
             }
+        }
+        if decayed_1d.len() > before {
+            shrink = match (shrink, peak, steps) {
+                (Some(x), Some(lr), Some(n)) => Some(x.max(1.0 - (-wd * lr * n).exp())),
+                _ => None,
+            };
         }
         any_decay |= wd > decay_min;
         groups_desc.push(format!(
@@ -115,6 +140,19 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
             ))
             .evidence(ev)
             .value("decayed_1d", decayed_1d.len() as f64)];
+    }
+    if let Some(x) = shrink.filter(|x| !decayed_1d.is_empty() && *x < shrink_min) {
+        return vec![Verdict::new(E, Status::Pass, "pass")
+            .measured(format!("{measured}; decay shrinks an untouched 1-D tensor by {:.3}% over the run", 100.0 * x))
+            .expected(format!("{expected}, or a decay too weak to matter (< {:.1}% over the run)", 100.0 * shrink_min))
+            .message(format!(
+                "{} 1-D tensors are decayed, but weight_decay × LR × steps removes only {:.3}% of an untouched gain over the run: harmless at this strength (split param groups by p.ndim if you raise weight_decay or train longer)",
+                decayed_1d.len(),
+                100.0 * x
+            ))
+            .evidence(ev)
+            .value("decayed_1d", decayed_1d.len() as f64)
+            .value("decay_shrink", x)];
     }
     if !decayed_1d.is_empty() {
         return vec![Verdict::new(E, mixed, "decayed_1d")
