@@ -1,6 +1,7 @@
 //! The `:` command palette: editing the line with completions, and the interpreter that runs
 //! it (`walk`, `show`, `search`, `export`, `fact`, `check`, `run`, `home`, `help`, `quit`).
 
+use crate::triage::jobs::JobKind;
 use std::path::PathBuf;
 
 use crossterm::event::KeyCode;
@@ -78,6 +79,10 @@ impl App {
                 Some((k, v)) => {
                     self.facts.set_user(k.trim(), v.trim());
                     self.set_status(format!("{} {k}={v}", S::FACT_SET), false);
+                    // A fact can change what kind of run this is: re-read and re-judge it.
+                    if self.run.attached.is_some() {
+                        self.submit(JobKind::Attach);
+                    }
                 }
                 None => self.set_status(S::USAGE_FACT, true),
             },

@@ -211,17 +211,23 @@ fn inspect_metrics(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCo
 fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
     let run = Run::discover(path).map_err(fail)?;
     let facts = facts_from_artifacts(&run);
+    let profile = mltriage_probes::profile::Profile::of(&run, &facts);
     let metrics = run.metrics();
     let problems = run.problems();
     let uses = mltriage_probes::run::explain(&run);
     if json {
         emit_json(
-            &json!({"path": path.to_string_lossy(), "kind": "run", "artifacts": run.artifacts, "files": uses, "set_aside": run.set_aside, "checkpoints": run.checkpoints,
+            &json!({"path": path.to_string_lossy(), "kind": "run", "profile": profile, "artifacts": run.artifacts, "files": uses, "set_aside": run.set_aside, "checkpoints": run.checkpoints,
             "series": metrics.series.iter().map(series_json).collect::<Vec<_>>(), "facts": facts, "problems": problems}),
         );
         return Ok(0);
     }
     let mut s = format!("{} {}\n", st.bold("run"), path.display());
+    s.push_str(&format!("{} {}\n", st.bold("profile"), profile.summary()));
+    let why = profile.evidence();
+    if !why.is_empty() {
+        s.push_str(&st.dim(&format!("  from {why}\n")));
+    }
     if run.artifacts.is_empty() {
         s.push_str("  no artifacts found (logs, checkpoints, batches or configs)\n");
     }

@@ -115,6 +115,13 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
 
 pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     let mut s = format!("{} {}\n", st.bold("run"), r.run);
+    s.push_str(&format!("{} {}\n", st.bold("profile"), r.profile.summary()));
+    let why = r.profile.evidence();
+    if !why.is_empty() {
+        s.push_str(&st.dim(&format!(
+            "  from {why} (wrong? --fact phase=… / init=… / resumed_at=…)\n"
+        )));
+    }
     s.push_str(&format!(
         "{} {} ({}){}\n",
         st.bold("device"),
@@ -177,12 +184,22 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
         }
     }
     let skips = r.count(Status::Skip);
+    let na = r
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Skip && f.message.starts_with("not applicable"))
+        .count();
     s.push_str(&format!(
-        "\n{} fail, {} warn, {} pass, {} skip{}\n",
+        "\n{} fail, {} warn, {} pass, {} skip{}{}\n",
         r.count(Status::Fail),
         r.count(Status::Warn),
         r.count(Status::Pass),
         skips,
+        if na > 0 {
+            format!(" ({na} not applicable to this run)")
+        } else {
+            String::new()
+        },
         if skips > 0 && !all {
             " (skips hidden: --all shows them with the reason)"
         } else {

@@ -78,6 +78,8 @@ pub struct RunSummary {
     pub facts: Facts,
     pub problems: Vec<String>,
     pub device: String,
+    /// The run profile's one-line summary ("GRPO of a pretrained model, bf16, TRL; …").
+    pub profile: String,
 }
 
 #[derive(Debug, Clone)]
@@ -234,6 +236,10 @@ fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
         max_step: run.max_step(),
         metric_names: names,
         series,
+        profile: {
+            let f = check::effective_facts(run, facts);
+            mltriage_probes::profile::Profile::of(run, &f).summary()
+        },
         facts: check::effective_facts(run, facts),
         problems,
         device: device.to_string(),

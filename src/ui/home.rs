@@ -63,6 +63,9 @@ fn summary_line(app: &App, area: Rect, buf: &mut Buffer) {
                 let (m, style) = t.mark(st);
                 spans.push(Span::styled(format!("  {m} {} {st}", count(st)), style));
             }
+            if !s.profile.is_empty() {
+                spans.push(Span::styled(format!("  · {}", s.profile), t.dim()));
+            }
             spans.push(Span::raw(format!(
                 "  · {} artifacts · {} checkpoints · steps ≤ {} · {} series · {} ({})",
                 s.artifacts,

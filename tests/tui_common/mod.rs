@@ -117,6 +117,7 @@ impl ProbeRunner for ScriptedRunner {
                 })
                 .collect();
                 let summary = RunSummary {
+                    profile: String::new(),
                     root: "fixtures/scripted_run".into(),
                     artifacts: 7,
                     checkpoints: vec![0, 300],

@@ -84,7 +84,42 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
         "the improvement claimed in the compared metric, in its units (seed spread)",
     ),
     ("domain", "llm | vision | diffusion | rl | vlm"),
+    (
+        "init",
+        "scratch | pretrained | adapter: how the weights started (the run profile's init)",
+    ),
+    (
+        "resumed_at",
+        "the step a resumed run restarted at (false: not resumed)",
+    ),
 ];
+
+/// Spellings users and configs give a known key (`grad_accum_steps` is `accum_steps`).
+const ALIASES: &[(&str, &str)] = &[
+    ("grad_accum_steps", "accum_steps"),
+    ("gradient_accumulation_steps", "accum_steps"),
+    ("grad_accum", "accum_steps"),
+    ("accumulation_steps", "accum_steps"),
+    ("grad_clip", "max_grad_norm"),
+    ("gradient_clip_val", "max_grad_norm"),
+    ("clip_grad_norm", "max_grad_norm"),
+    ("resumed_from", "resumed_at"),
+    ("resume_step", "resumed_at"),
+    ("num_labels", "num_classes"),
+    ("learning_rate", "lr_max"),
+    ("lr", "lr_max"),
+    ("warmup", "warmup_steps"),
+    ("max_steps", "total_steps"),
+];
+
+/// The key a spelling stands for (itself when it is no alias).
+pub fn canonical_key(key: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(a, _)| *a == key)
+        .map(|(_, k)| *k)
+        .unwrap_or(key)
+}
 
 /// Where a fact came from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -129,6 +164,11 @@ impl Facts {
             let k = k.trim();
             if k.is_empty() {
                 return Err(FactSyntaxError(a.to_string()));
+            }
+            let canon = canonical_key(k);
+            if canon != k {
+                // Kept under the user's spelling too, so it shows as typed.
+                f.set_user(canon, v.trim());
             }
             f.set_user(k, v.trim());
         }
@@ -247,5 +287,13 @@ mod tests {
         assert!(Facts::from_args(&["=x"]).is_err());
         let f = Facts::from_args(&["frozen=backbone, stem.,"]).unwrap();
         assert_eq!(f.list("frozen"), vec!["backbone", "stem."]);
+    }
+
+    #[test]
+    fn common_spellings_are_understood() {
+        let f = Facts::from_args(&["grad_accum_steps=8", "gradient_clip_val=1.0"]).unwrap();
+        assert_eq!(f.u64("accum_steps"), Some(8));
+        assert_eq!(f.f64("max_grad_norm"), Some(1.0));
+        assert_eq!(f.u64("grad_accum_steps"), Some(8));
     }
 }
