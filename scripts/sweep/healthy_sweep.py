@@ -53,11 +53,11 @@ hf("hf_lm_scratch_constant_l5", steps=200, log=5, sched="constant", lr=2e-3, sav
 hf("hf_lm_scratch_cwarm_l10_bf16", steps=300, log=10, sched="constant_with_warmup", bf16=True,
    lr=2e-3, save=100, save_limit=2)
 hf("hf_lm_scratch_poly_l50", steps=1000, log=50, sched="polynomial", save=250, save_limit=2,
-   n_embd=16, bs=8)
-hf("hf_lm_scratch_cosine_l500_s2000", steps=2000, log=500, sched="cosine", save=1000,
-   n_embd=16, n_layer=1, bs=8, seq=16)
+   n_embd=32)
+hf("hf_lm_scratch_llama_cosine_l500_s2000", steps=2000, log=500, sched="cosine", save=1000,
+   n_embd=32, arch="llama")
 hf("hf_lm_scratch_linear_l100_s2000", steps=2000, log=100, sched="linear", save=1000,
-   n_embd=16, n_layer=1, bs=8, seq=16)
+   n_embd=32)
 hf("hf_lm_scratch_adafactor_l10", steps=300, log=10, sched="linear", optim="adafactor", lr=3e-3)
 hf("hf_lm_scratch_onegroup_l10", steps=300, log=10, sched="cosine", optim="adamw_one_group")
 hf("hf_lm_scratch_sgd_l10", steps=300, log=10, sched="cosine", optim="sgd", lr=0.3)
@@ -201,7 +201,7 @@ lit("lit_lm_scratch_adafactor_l10", steps=300, log=10, optim="adafactor", sched=
 lit("lit_lm_scratch_bf16_l10", steps=300, log=10, precision="bf16-mixed", every=150)
 lit("lit_lm_scratch_accum4_l10", steps=200, log=10, accum=4, bs=4, every=100)
 lit("lit_lm_scratch_init0_l10", steps=300, log=10, init0=True, every=150)
-lit("lit_lm_scratch_l500_s2000", steps=2000, log=500, every=1000, n_embd=16, n_layer=1, bs=8)
+lit("lit_lm_scratch_l500_s3000", steps=3000, log=500, every=1500, n_embd=32)
 lit("lit_lm_scratch_l100_s2000_tb", steps=2000, log=100, every=1000, n_embd=16, n_layer=1, bs=8,
     loggers=("tb",), sched="linear")
 lit("lit_lm_scratch_val_l10", steps=300, log=10, val_every=100, every=100, top_k=2,
@@ -238,12 +238,12 @@ plain("plain_lm_scratch_jsonl_constant_l5", steps=300, log=5, sched="constant", 
 plain("plain_lm_scratch_csv_cwarm_l10", steps=300, log=10, fmt="csv", sched="constant_with_warmup",
       lr=1e-3, save_every=150, ckpt="st")
 plain("plain_lm_scratch_csv_poly_l50", steps=1000, log=50, fmt="csv", sched="polynomial",
-      save_every=500, n_embd=16, bs=8)
+      save_every=500, n_embd=32)
 plain("plain_lm_scratch_stdout_cosine_l10", steps=300, log=10, fmt="stdout", save_every=150)
 plain("plain_lm_scratch_stdout_linear_l100", steps=2000, log=100, fmt="stdout", sched="linear",
       save_every=1000, n_embd=16, n_layer=1, bs=8, seq=16, line="pipe")
 plain("plain_lm_scratch_stdout_l500_s3000", steps=3000, log=500, fmt="stdout", save_every=1500,
-      n_embd=16, n_layer=1, bs=8, seq=16, line="kv")
+      n_embd=32, line="kv")
 plain("plain_lm_scratch_jsonl_l500_s2000", steps=2000, log=500, save_every=1000, n_embd=16,
       n_layer=1, bs=8, seq=16, style="before", agg="last")
 plain("plain_lm_scratch_jsonl_sgd_l10", steps=300, log=10, optim="sgd", save_every=150)
@@ -503,7 +503,7 @@ def check_run(name, fw, kw, prof, out, res):
                 raise Unhealthy(f"{name}: hard DPO accuracy ends at {tail_acc:.2f}")
             if not (sum(mar[-3:]) / 3 > sum(mar[:2]) / 2 and sum(mar[-3:]) / 3 < 0.5):
                 raise Unhealthy(f"{name}: hard DPO margins {mar[:2]} -> {mar[-3:]}")
-        elif tail_acc < 0.8:
+        elif tail_acc < (0.7 if kw["init"] == "adapter" else 0.8):
             raise Unhealthy(f"{name}: DPO accuracy ends at {tail_acc:.2f}")
     if phase == "grpo":
         rw = [h["reward"] for h in hist if "reward" in h]

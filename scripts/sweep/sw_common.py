@@ -28,7 +28,8 @@ def succ_table(chain=0):
     """Successor table of chain `chain`: every token has four likely successors. Chain k in
     1..99 keeps chain 0 but swaps one successor in a quarter of the rows (a nearby domain: a
     model pretrained on chain 0 starts a fine-tune on it far below ln V, then improves).
-    Chains >= 100 redraw half the rows in full (distinct sources, for classification)."""
+    Chains >= 100 draw successors from their own 24-word subset of the vocabulary (distinct
+    sources with telling words, for classification)."""
     g = torch.Generator().manual_seed(1234)
     succ = torch.randint(0, V, (V, 4), generator=g)
     if 0 < chain < 100:
@@ -37,8 +38,8 @@ def succ_table(chain=0):
         succ[rows, 0] = torch.randint(0, V, (len(rows),), generator=g)
     elif chain >= 100:
         g = torch.Generator().manual_seed(1234 + chain)
-        rows = torch.randperm(V, generator=g)[: V // 2]
-        succ[rows] = torch.randint(0, V, (len(rows), 4), generator=g)
+        words_c = torch.randperm(V, generator=g)[:24]
+        succ = words_c[torch.randint(0, 24, (V, 4), generator=g)]
     return succ
 
 
@@ -285,7 +286,8 @@ class Unhealthy(AssertionError):
 
 def check_losses(name, pts, init, phase, min_drop=0.8):
     """pts: [(step, loss)] as logged. Every run: finite, at least three points. From scratch
-    (LM, SFT, classification): last < min_drop x first. Fine-tunes / adapters: stay low
+    (LM, SFT, classification): the mean of the last three < min_drop x first, the last
+    < 0.9 x first (a single step's loss is noisy). Fine-tunes / adapters: stay low
     (last <= 1.1 x first) and, for language-model losses, start far below ln V."""
     if len(pts) < 3:
         raise Unhealthy(f"{name}: only {len(pts)} logged losses")
@@ -302,7 +304,7 @@ def check_losses(name, pts, init, phase, min_drop=0.8):
             raise Unhealthy(f"{name}: DPO loss {first:.3f} -> {tail:.3f} did not fall")
         return
     if init == "scratch":
-        if not (last < min_drop * first and tail < min_drop * first):
+        if not (last < 0.9 * first and tail < min_drop * first):
             raise Unhealthy(f"{name}: loss {first:.3f} -> {last:.3f} (tail {tail:.3f}), "
                             f"not below {min_drop} x first")
     else:

@@ -82,7 +82,8 @@ class StopAt(TrainerCallback):
 def lora_wrap(model, task, arch):
     from peft import LoraConfig, get_peft_model
 
-    targets = ["c_attn", "c_proj"] if arch == "gpt2" else ["q_proj", "k_proj", "v_proj", "o_proj"]
+    targets = ["c_attn", "c_proj", "c_fc"] if arch == "gpt2" else \
+        ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     kw = dict(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets, task_type=task)
     if task == "SEQ_CLS":
         kw["modules_to_save"] = ["score"]
@@ -113,7 +114,7 @@ def run(out, spec):
         metrics = None
     else:
         if init == "scratch":
-            model = scratch_cls(s["n_cls"], s["n_embd"])
+            model = scratch_cls(s["n_cls"], s.get("cls_embd", 32))
         else:
             model = AutoModelForSequenceClassification.from_pretrained(BASES[arch],
                                                                        num_labels=s["n_cls"])

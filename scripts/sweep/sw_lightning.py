@@ -94,9 +94,10 @@ def run(out, spec):
             s["lr"] /= 5
     if s["init"] == "pretrained":
         s["n_embd"] = 32
-    warm = 0 if s["sched"] == "constant" else (s["warmup"] if s["warmup"] is not None
-                                                else max(1, s["steps"] // 10))
     n = s["n_rows"] or s["steps"] * s["bs"] * s["accum"]
+    steps_total = s["steps"] if not s["epochs"] else s["epochs"] * (n // (s["bs"] * s["accum"]))
+    warm = 0 if s["sched"] == "constant" else (s["warmup"] if s["warmup"] is not None
+                                                else max(1, steps_total // 10))
     chain = 0 if s["init"] == "scratch" else 1
     if s["task"] == "lm":
         train = TensorDataset(markov(n, 33, seed=s["seed"], chain=chain, order=s["order"]))
@@ -130,7 +131,6 @@ def run(out, spec):
 
     def module():
         L.seed_everything(s["seed"], verbose=False)
-        steps_total = s["steps"] if not s["epochs"] else s["epochs"] * (n // (s["bs"] * s["accum"]))
         return LitGPT(task=s["task"], lr=s["lr"], sched=s["sched"], warmup=warm,
                       max_steps=steps_total, optim=s["optim"], weight_decay=s["wd"],
                       n_embd=s["n_embd"], n_layer=s["n_layer"], n_cls=s["n_cls"], init=s["init"],

@@ -15,7 +15,8 @@ BASES = {"gpt2": "_bases/tiny-gpt2-markov", "llama": "_bases/tiny-llama-markov"}
 def peft_cfg(arch):
     from peft import LoraConfig
 
-    targets = ["c_attn", "c_proj"] if arch == "gpt2" else ["q_proj", "k_proj", "v_proj", "o_proj"]
+    targets = ["c_attn", "c_proj", "c_fc"] if arch == "gpt2" else \
+        ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     return LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets,
                       task_type="CAUSAL_LM")
 
@@ -79,7 +80,7 @@ def run(out, spec):
     kind = s["kind"]
     if s["lr"] is None:
         s["lr"] = {("sft", "scratch"): 3e-3, ("sft", "pretrained"): 5e-4, ("sft", "adapter"): 3e-3,
-                   ("dpo", "pretrained"): 5e-4, ("dpo", "adapter"): 3e-3,
+                   ("dpo", "pretrained"): 5e-4, ("dpo", "adapter"): 5e-3,
                    ("grpo", "pretrained"): 1e-3, ("grpo", "adapter"): 5e-3}[(kind, s["init"])]
     tok = AutoTokenizer.from_pretrained(BASES[s["arch"]])
     model = model_for(s)

@@ -145,9 +145,16 @@ impl Catalog {
                 None => self.entries.push(e),
             }
         }
-        for p in user.probes {
+        for mut p in user.probes {
             match self.probes.iter_mut().find(|x| x.id == p.id) {
-                Some(slot) => *slot = p,
+                Some(slot) => {
+                    // An override that changes thresholds keeps the probe's applicability
+                    // unless it states its own.
+                    if p.applies.is_none() {
+                        p.applies = slot.applies.take();
+                    }
+                    *slot = p
+                }
                 None => self.probes.push(p),
             }
         }

@@ -3,7 +3,7 @@
 //! [...]}`). Outside its declaration a probe is not run: it skips with "not applicable: why".
 //! A field the profile does not know never rules a probe out (the probe's own checks decide).
 
-use super::{Init, Phase, Profile};
+use super::{Init, Phase, Profile, Sure};
 
 /// Phase families a declaration may name instead of listing phases.
 const FAMILIES: &[(&str, &[Phase])] = &[
@@ -149,7 +149,9 @@ impl Applies {
 
     /// `Ok` when the probe judges this run, else why not (for "not applicable: …").
     pub fn judge(&self, p: &Profile) -> Result<(), String> {
-        if !self.phase.is_empty() && p.phase.is_known() && p.phase.value != Phase::Unknown {
+        // A phase guessed only from a causal-LM head (pre-training and SFT look alike there)
+        // rules nothing out: only a phase something stated does.
+        if !self.phase.is_empty() && p.phase.sure >= Sure::Medium && p.phase.value != Phase::Unknown {
             let phases = self.phases();
             if !phases.contains(&p.phase.value) {
                 return Err(format!(
@@ -246,6 +248,9 @@ mod tests {
         assert!(a.judge(&p).is_ok());
         p.phase = Field::new(Phase::Dpo, Sure::High, "series rewards/margins");
         assert!(a.judge(&p).unwrap_err().contains("rewards/margins"));
+        // A low-confidence phase rules nothing out.
+        p.phase = Field::new(Phase::Classification, Sure::Low, "a guess");
+        assert!(a.judge(&p).is_ok());
         p.phase = Field::new(Phase::Sft, Sure::High, "x");
         p.init = Field::new(Init::Pretrained, Sure::Low, "first loss far below ln V");
         assert!(a.judge(&p).unwrap_err().contains("loaded"));

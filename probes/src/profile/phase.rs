@@ -92,6 +92,13 @@ pub(super) fn phase(run: &Run, facts: &Facts) -> Field<Phase> {
     let m = run.metrics();
     for s in &m.series {
         if let Some(p) = phase_of_tag(&s.tag, &s.name) {
+            // PPO's names are logged by RLHF trainers and by environment RL alike: a language
+            // model (a vocabulary) makes it RLHF.
+            let p = if p == Phase::Ppo && facts.get("vocab_size").is_none() {
+                Phase::Rl
+            } else {
+                p
+            };
             return Field::new(p, Sure::High, format!("series {}", s.tag));
         }
     }
@@ -136,7 +143,8 @@ pub(super) fn phase(run: &Run, facts: &Facts) -> Field<Phase> {
         if let Some(p) = p {
             // A causal-LM head trains by next-token loss: pre-training, continued training or
             // SFT all look alike here.
-            let sure = if p == Phase::Pretrain { Sure::Medium } else { Sure::High };
+            // (so the phase is only a low-confidence guess there).
+            let sure = if p == Phase::Pretrain { Sure::Low } else { Sure::High };
             return Field::new(p, sure, format!("config.json architectures {a}"));
         }
     }

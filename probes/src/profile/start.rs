@@ -157,7 +157,13 @@ pub(super) fn init(
             logging.series.as_deref().filter(|n| *n == "loss").and_then(|n| run.metrics().get(n)),
         ) {
             let early = 20u64.max(2 * logging.interval.unwrap_or(1));
-            if let Some(p) = s.points.iter().find(|p| p.value.is_finite()).filter(|p| p.step <= early) {
+            // A loss of exactly 0 (every label masked) says nothing about the weights.
+            if let Some(p) = s
+                .points
+                .iter()
+                .find(|p| p.value.is_finite())
+                .filter(|p| p.step <= early && p.value > 1e-6)
+            {
                 let low = lnv - (2.24f64).max(0.5 * lnv);
                 if p.value < low {
                     return Field::new(
