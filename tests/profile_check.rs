@@ -39,13 +39,15 @@ fn compare(dir: &Path, name: &str, a: &Value, want: &Value) -> Vec<String> {
     let p = Profile::of(&run, &facts);
     let mut errs = Vec::new();
     let mut bad = |field: &str, got: String, truth: String| {
-        errs.push(format!("{name}: {field} = {got}, truth {truth} ({})", p.evidence()));
+        errs.push(format!(
+            "{name}: {field} = {got}, truth {truth} ({})",
+            p.evidence()
+        ));
     };
     if let Some(t) = want.get("phase").and_then(Value::as_str) {
         let got = p.phase.value.as_str();
-        let ok = got == "unknown"
-            || got == t
-            || (p.phase.sure <= Sure::Low && family(got) == family(t));
+        let ok =
+            got == "unknown" || got == t || (p.phase.sure <= Sure::Low && family(got) == family(t));
         if !ok {
             bad("phase", got.into(), t.into());
         }
@@ -72,12 +74,20 @@ fn compare(dir: &Path, name: &str, a: &Value, want: &Value) -> Vec<String> {
     }
     if let Some(t) = want.get("init_checkpoint").and_then(Value::as_bool) {
         if p.checkpoints.init != t {
-            bad("init_checkpoint", p.checkpoints.init.to_string(), t.to_string());
+            bad(
+                "init_checkpoint",
+                p.checkpoints.init.to_string(),
+                t.to_string(),
+            );
         }
     }
     for key in ["framework", "precision"] {
         if let Some(t) = want.get(key).and_then(Value::as_str) {
-            let got = if key == "framework" { &p.framework.value } else { &p.precision.value };
+            let got = if key == "framework" {
+                &p.framework.value
+            } else {
+                &p.precision.value
+            };
             if got != "unknown" && got != t {
                 bad(key, got.clone(), t.into());
             }
@@ -88,7 +98,10 @@ fn compare(dir: &Path, name: &str, a: &Value, want: &Value) -> Vec<String> {
 
 fn answer_files() -> Vec<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut out = vec![root.join("field/answers.json"), root.join("sweep/answers.json")];
+    let mut out = vec![
+        root.join("field/answers.json"),
+        root.join("sweep/answers.json"),
+    ];
     if let Ok(rd) = std::fs::read_dir(root.join("bugs")) {
         for e in rd.flatten() {
             out.push(e.path().join("answers.json"));
@@ -107,13 +120,20 @@ fn the_profile_is_right_or_unknown_on_every_corpus_run() {
         let answers: serde_json::Map<String, Value> =
             serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
         for (name, a) in &answers {
-            let Some(want) = a.get("profile") else { continue };
+            let Some(want) = a.get("profile") else {
+                continue;
+            };
             judged += 1;
             errs.extend(compare(&f.parent().unwrap().join(name), name, a, want));
         }
     }
     assert!(judged >= 60, "only {judged} runs carry a profile");
-    assert!(errs.is_empty(), "{} wrong profile field(s):\n{}", errs.len(), errs.join("\n"));
+    assert!(
+        errs.is_empty(),
+        "{} wrong profile field(s):\n{}",
+        errs.len(),
+        errs.join("\n")
+    );
 }
 
 #[test]

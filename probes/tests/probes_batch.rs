@@ -262,7 +262,11 @@ fn vision_fixtures_pass_label_norm_balance_and_overfit() {
         let v = one("overfit_smoke", &d, &[]);
         // A measurement, never a pass: a linear model memorising a batch says nothing of O1.
         expect(&v, Status::Skip, "learnable");
-        assert!(v.message.starts_with("measured, not judged"), "{}", v.message);
+        assert!(
+            v.message.starts_with("measured, not judged"),
+            "{}",
+            v.message
+        );
         assert!(v.measured.starts_with("cpu"), "{}", v.measured);
         assert!(v.values["loss_final"] < 0.1 * v.values["loss_initial"]);
         assert!(

@@ -171,8 +171,16 @@ fn cli_answer(
             let probe = n.probe.clone().unwrap_or_default();
             let fs = cache.entry(probe.clone()).or_insert_with(|| {
                 let profile = mltriage_probes::profile::Profile::of(run, inp.facts);
-                run_one(cat, &probe, run, inp.facts, &profile, inp.compute, inp.baseline)
-                    .unwrap_or_default()
+                run_one(
+                    cat,
+                    &probe,
+                    run,
+                    inp.facts,
+                    &profile,
+                    inp.compute,
+                    inp.baseline,
+                )
+                .unwrap_or_default()
             });
             let (l, m) = numeric_answer(fs, n, &probe);
             Some((l, m, Source::Probe(probe)))

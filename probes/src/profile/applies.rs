@@ -10,7 +10,10 @@ const FAMILIES: &[(&str, &[Phase])] = &[
     ("lm", &[Phase::Pretrain, Phase::Sft, Phase::Vlm]),
     ("preference", &[Phase::Dpo]),
     ("policy", &[Phase::Grpo, Phase::Ppo]),
-    ("vision", &[Phase::Classification, Phase::Detection, Phase::Segmentation]),
+    (
+        "vision",
+        &[Phase::Classification, Phase::Detection, Phase::Segmentation],
+    ),
 ];
 
 /// What a probe needs to have seen, beyond phase and init.
@@ -140,7 +143,11 @@ impl Applies {
                 return Err(AppliesError {
                     what: "need",
                     name: n.clone(),
-                    known: Need::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                    known: Need::ALL
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 });
             }
         }
@@ -151,7 +158,8 @@ impl Applies {
     pub fn judge(&self, p: &Profile) -> Result<(), String> {
         // A phase guessed only from a causal-LM head (pre-training and SFT look alike there)
         // rules nothing out: only a phase something stated does.
-        if !self.phase.is_empty() && p.phase.sure >= Sure::Medium && p.phase.value != Phase::Unknown {
+        if !self.phase.is_empty() && p.phase.sure >= Sure::Medium && p.phase.value != Phase::Unknown
+        {
             let phases = self.phases();
             if !phases.contains(&p.phase.value) {
                 return Err(format!(
@@ -243,7 +251,10 @@ mod tests {
         let mut p = Profile::unknown();
         let a = decl("{phase: [lm], init: [scratch], needs: [init_checkpoint, run_start]}");
         // Nothing known: only the needs can rule it out (no init checkpoint).
-        assert!(a.judge(&p).unwrap_err().contains("no checkpoint from before"));
+        assert!(a
+            .judge(&p)
+            .unwrap_err()
+            .contains("no checkpoint from before"));
         p.checkpoints.init = true;
         assert!(a.judge(&p).is_ok());
         p.phase = Field::new(Phase::Dpo, Sure::High, "series rewards/margins");

@@ -86,11 +86,16 @@ fn index_is_epoch(s: &Series) -> bool {
 /// writes to TensorBoard) log the mean since the last log; Lightning's `_epoch` series average
 /// an epoch. Unknown (a loop of the user's own) is `None`.
 fn mean_over(run: &Run, s: &Series, interval: Option<u64>) -> Option<u64> {
-    let hf = run
-        .artifacts
-        .iter()
-        .any(|a| matches!(a.kind, ArtifactKind::TrainerState | ArtifactKind::TrainingArgs));
-    let from_hf_log = s.source.file_name().is_some_and(|n| n == "trainer_state.json")
+    let hf = run.artifacts.iter().any(|a| {
+        matches!(
+            a.kind,
+            ArtifactKind::TrainerState | ArtifactKind::TrainingArgs
+        )
+    });
+    let from_hf_log = s
+        .source
+        .file_name()
+        .is_some_and(|n| n == "trainer_state.json")
         || (hf && s.tag.starts_with("train/"));
     if from_hf_log {
         // The first log covers steps 1..first_step; later ones the interval.

@@ -146,16 +146,27 @@ impl Phase {
     pub fn parse(s: &str) -> Option<Phase> {
         let s = s.trim().to_ascii_lowercase().replace(['-', ' '], "_");
         Some(match s.as_str() {
-            "pretrain" | "pretraining" | "pre_training" | "lm" | "causal_lm" | "clm"
-            | "language_modeling" | "continued_pretraining" | "generation" => Phase::Pretrain,
+            "pretrain"
+            | "pretraining"
+            | "pre_training"
+            | "lm"
+            | "causal_lm"
+            | "clm"
+            | "language_modeling"
+            | "continued_pretraining"
+            | "generation" => Phase::Pretrain,
             "sft" | "instruction_tuning" | "finetune" | "fine_tune" | "chat" => Phase::Sft,
             "dpo" | "ipo" | "kto" | "orpo" | "simpo" | "cpo" | "online_dpo" | "preference"
             | "bco" => Phase::Dpo,
             "grpo" | "rloo" | "reinforce" | "rlvr" | "dapo" => Phase::Grpo,
             "ppo" | "rlhf" => Phase::Ppo,
             "reward" | "rm" | "reward_model" => Phase::Reward,
-            "classification" | "classifier" | "cls" | "image_classification"
-            | "sequence_classification" | "token_classification" => Phase::Classification,
+            "classification"
+            | "classifier"
+            | "cls"
+            | "image_classification"
+            | "sequence_classification"
+            | "token_classification" => Phase::Classification,
             "detection" | "object_detection" | "det" => Phase::Detection,
             "segmentation" | "semantic_segmentation" | "instance_segmentation" | "seg" => {
                 Phase::Segmentation
@@ -195,7 +206,12 @@ pub enum Init {
 }
 
 impl Init {
-    pub const ALL: &'static [Init] = &[Init::Scratch, Init::Pretrained, Init::Adapter, Init::Unknown];
+    pub const ALL: &'static [Init] = &[
+        Init::Scratch,
+        Init::Pretrained,
+        Init::Adapter,
+        Init::Unknown,
+    ];
     pub fn as_str(self) -> &'static str {
         match self {
             Init::Scratch => "scratch",
@@ -320,8 +336,16 @@ impl Profile {
             s.push_str(&format!(", {}", framework_words(&self.framework.value)));
         }
         if let (Some(a), Some(b)) = (self.logging.first_step, self.logging.last_step) {
-            let unit = if self.logging.unit == "epoch" { "epochs" } else { "steps" };
-            s.push_str(&format!("; logged {unit} {}–{}", thousands(a), thousands(b)));
+            let unit = if self.logging.unit == "epoch" {
+                "epochs"
+            } else {
+                "steps"
+            };
+            s.push_str(&format!(
+                "; logged {unit} {}–{}",
+                thousands(a),
+                thousands(b)
+            ));
             if let Some(i) = self.logging.interval.filter(|i| *i > 1) {
                 s.push_str(&format!(" every {i}"));
             }

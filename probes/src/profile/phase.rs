@@ -52,8 +52,13 @@ pub(super) fn phase_of_tag(tag: &str, name: &str) -> Option<Phase> {
     let w = words(&t);
     let has = |x: &str| w.iter().any(|y| y == x);
     let has_prefix = |x: &str| w.iter().any(|y| y.starts_with(x));
-    if has("map") || has_prefix("map50") || has_prefix("map75") || has("box") || has("bbox")
-        || has("giou") || has("dfl")
+    if has("map")
+        || has_prefix("map50")
+        || has_prefix("map75")
+        || has("box")
+        || has("bbox")
+        || has("giou")
+        || has("dfl")
     {
         return Some(Phase::Detection);
     }
@@ -66,7 +71,9 @@ pub(super) fn phase_of_tag(tag: &str, name: &str) -> Option<Phase> {
 /// The phase a trainer's config class says (`trl.DPOConfig` → dpo).
 fn phase_of_args_class(class: &str) -> Option<Phase> {
     let c = class.to_ascii_lowercase();
-    let c = c.strip_suffix("config").or_else(|| c.strip_suffix("arguments"))?;
+    let c = c
+        .strip_suffix("config")
+        .or_else(|| c.strip_suffix("arguments"))?;
     Some(match c {
         "sft" => Phase::Sft,
         "dpo" | "kto" | "orpo" | "cpo" | "bco" | "onlinedpo" | "nashmd" | "xpo" => Phase::Dpo,
@@ -144,7 +151,11 @@ pub(super) fn phase(run: &Run, facts: &Facts) -> Field<Phase> {
             // A causal-LM head trains by next-token loss: pre-training, continued training or
             // SFT all look alike here.
             // (so the phase is only a low-confidence guess there).
-            let sure = if p == Phase::Pretrain { Sure::Low } else { Sure::High };
+            let sure = if p == Phase::Pretrain {
+                Sure::Low
+            } else {
+                Sure::High
+            };
             return Field::new(p, sure, format!("config.json architectures {a}"));
         }
     }
@@ -152,7 +163,11 @@ pub(super) fn phase(run: &Run, facts: &Facts) -> Field<Phase> {
         return Field::new(Phase::Vlm, Sure::High, "config.json has a vision_config");
     }
     if facts.get("vocab_size").is_some() && facts.get("num_classes").is_none() {
-        return Field::new(Phase::Pretrain, Sure::Low, "a vocabulary size and a loss, nothing else");
+        return Field::new(
+            Phase::Pretrain,
+            Sure::Low,
+            "a vocabulary size and a loss, nothing else",
+        );
     }
     if facts.get("num_classes").is_some() && facts.get("vocab_size").is_none() {
         return Field::new(Phase::Classification, Sure::Medium, "a number of classes");

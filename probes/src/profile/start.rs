@@ -19,7 +19,9 @@ fn fact_who(facts: &Facts, key: &str) -> String {
 }
 
 fn by_user(facts: &Facts, key: &str) -> bool {
-    facts.fact(key).is_some_and(|f| f.source == FactSource::User)
+    facts
+        .fact(key)
+        .is_some_and(|f| f.source == FactSource::User)
 }
 
 pub(super) fn checkpoints(run: &Run) -> Checkpoints {
@@ -29,7 +31,9 @@ pub(super) fn checkpoints(run: &Run) -> Checkpoints {
         .filter(|c| !c.step_unknown)
         .map(|c| c.step)
         .collect();
-    let init = cks.iter().any(|c| c.is_init || (c.step == 0 && !c.step_unknown));
+    let init = cks
+        .iter()
+        .any(|c| c.is_init || (c.step == 0 && !c.step_unknown));
     // One checkpoint whose name states no step (nanoGPT's ckpt.pt, a `last.pt`) while the run
     // logged more than one step: it was rewritten at each save.
     let overwritten = cks.len() == 1
@@ -37,7 +41,12 @@ pub(super) fn checkpoints(run: &Run) -> Checkpoints {
             .weights
             .iter()
             .chain(std::iter::once(&cks[0].path))
-            .all(|p| p.file_name().and_then(|n| n.to_str()).and_then(step_from_name).is_none());
+            .all(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(step_from_name)
+                    .is_none()
+            });
     Checkpoints {
         count: cks.len(),
         init,
@@ -54,7 +63,12 @@ pub(super) fn resumed(
     logging: &Logging,
     cks: &Checkpoints,
 ) -> Field<Option<u64>> {
-    for key in ["resumed_at", "resumed_from", "resume_step", "resume_from_checkpoint"] {
+    for key in [
+        "resumed_at",
+        "resumed_from",
+        "resume_step",
+        "resume_from_checkpoint",
+    ] {
         let Some(v) = facts.get(key) else { continue };
         let v = v.trim();
         let low = v.to_ascii_lowercase();
@@ -73,7 +87,10 @@ pub(super) fn resumed(
             .or(logging.first_step);
         return Field::new(step, Sure::High, fact_who(facts, key));
     }
-    if facts.get("init_from").is_some_and(|v| v.eq_ignore_ascii_case("resume")) {
+    if facts
+        .get("init_from")
+        .is_some_and(|v| v.eq_ignore_ascii_case("resume"))
+    {
         return Field::new(logging.first_step, Sure::High, fact_who(facts, "init_from"));
     }
     if let Some(r) = run.metrics().restarts.first() {
@@ -108,7 +125,11 @@ pub(super) fn resumed(
 fn chance_loss(facts: &Facts, phase: Phase) -> Option<f64> {
     let v = facts.u64("vocab_size").filter(|v| *v > 1);
     let c = facts.u64("num_classes").filter(|c| *c > 1);
-    let n = if phase == Phase::Classification { c.or(v) } else { v.or(c) }?;
+    let n = if phase == Phase::Classification {
+        c.or(v)
+    } else {
+        v.or(c)
+    }?;
     Some((n as f64).ln())
 }
 
@@ -132,7 +153,11 @@ pub(super) fn init(
         return Field::new(Init::Adapter, Sure::High, a.path.display().to_string());
     }
     if facts.bool("from_scratch") == Some(false) {
-        return Field::new(Init::Pretrained, Sure::High, fact_who(facts, "from_scratch"));
+        return Field::new(
+            Init::Pretrained,
+            Sure::High,
+            fact_who(facts, "from_scratch"),
+        );
     }
     if let Some(v) = facts.get("init_from") {
         let v = v.to_ascii_lowercase();
@@ -154,7 +179,11 @@ pub(super) fn init(
     if resumed_at.is_none() && phase.is_cross_entropy() {
         if let (Some(lnv), Some(s)) = (
             chance_loss(facts, phase),
-            logging.series.as_deref().filter(|n| *n == "loss").and_then(|n| run.metrics().get(n)),
+            logging
+                .series
+                .as_deref()
+                .filter(|n| *n == "loss")
+                .and_then(|n| run.metrics().get(n)),
         ) {
             let early = 20u64.max(2 * logging.interval.unwrap_or(1));
             // A loss of exactly 0 (every label masked) says nothing about the weights.
@@ -179,7 +208,10 @@ pub(super) fn init(
                     return Field::new(
                         Init::Scratch,
                         Sure::Low,
-                        format!("first loss {:.3} at step {} sits at ln V = {:.3}", p.value, p.step, lnv),
+                        format!(
+                            "first loss {:.3} at step {} sits at ln V = {:.3}",
+                            p.value, p.step, lnv
+                        ),
                     );
                 }
             }
@@ -228,7 +260,11 @@ pub(super) fn framework(run: &Run, facts: &Facts) -> Field<String> {
         return field("nanogpt", Sure::Medium, a.path.display().to_string());
     }
     if let Some(a) = run.artifacts.iter().find(|a| a.kind.is_metrics()) {
-        return field("plain", Sure::Low, format!("{} (no framework's layout)", a.path.display()));
+        return field(
+            "plain",
+            Sure::Low,
+            format!("{} (no framework's layout)", a.path.display()),
+        );
     }
     Field::unknown("unknown".into())
 }
@@ -270,13 +306,25 @@ pub(super) fn layout(run: &Run) -> Field<String> {
         .collect::<std::collections::BTreeSet<_>>()
         .len();
     if zero > 0 {
-        return Field::new(format!("DeepSpeed ZeRO, {zero} partitions"), Sure::High, "zero_pp_rank_* files");
+        return Field::new(
+            format!("DeepSpeed ZeRO, {zero} partitions"),
+            Sure::High,
+            "zero_pp_rank_* files",
+        );
     }
     if dcp_ranks > 0 {
-        return Field::new(format!("FSDP, {dcp_ranks} ranks"), Sure::High, "torch.distributed.checkpoint shards");
+        return Field::new(
+            format!("FSDP, {dcp_ranks} ranks"),
+            Sure::High,
+            "torch.distributed.checkpoint shards",
+        );
     }
     if ranks.len() > 1 {
-        return Field::new(format!("{} ranks", ranks.len()), Sure::High, "rank-named files");
+        return Field::new(
+            format!("{} ranks", ranks.len()),
+            Sure::High,
+            "rank-named files",
+        );
     }
     Field::unknown("unknown".into())
 }

@@ -94,7 +94,10 @@ pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
         (
             Status::Pass,
             "pass",
-            format!("below {plo}, as a fine-tune's first gradient may be ({})", ctx.profile.init.why()),
+            format!(
+                "below {plo}, as a fine-tune's first gradient may be ({})",
+                ctx.profile.init.why()
+            ),
         )
     } else {
         (
@@ -455,13 +458,22 @@ pub fn grad_norm_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
 /// climb). None when it does not, or when there is too little of it to tell.
 pub(crate) fn loss_falls_well(ctx: &ProbeCtx) -> Option<f64> {
     let s = ctx.run.metrics().get("loss")?;
-    let v: Vec<f64> = s.points.iter().map(|p| p.value).filter(|x| x.is_finite()).collect();
+    let v: Vec<f64> = s
+        .points
+        .iter()
+        .map(|p| p.value)
+        .filter(|x| x.is_finite())
+        .collect();
     if v.len() < 8 {
         return None;
     }
     let q = v.len() / 4;
     let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
-    let (head, mid, tail) = (mean(&v[..q]), mean(&v[q..v.len() - q]), mean(&v[v.len() - q..]));
+    let (head, mid, tail) = (
+        mean(&v[..q]),
+        mean(&v[q..v.len() - q]),
+        mean(&v[v.len() - q..]),
+    );
     let drop = (head - tail) / head.abs().max(1e-12);
     (head > 0.0 && drop >= 0.3 && tail <= mid).then_some(drop)
 }

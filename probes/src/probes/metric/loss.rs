@@ -99,7 +99,11 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
             .measured(measured)];
         }
     } else if late_start {
-        (Status::Pass, "pass", "the loss does not rise over the resumed segment".to_string())
+        (
+            Status::Pass,
+            "pass",
+            "the loss does not rise over the resumed segment".to_string(),
+        )
     } else if vl >= ve {
         (Status::Fail, "rising", "the loss is not falling (diverging or static): check the LR schedule (S2) and the optimizer state (S6)".to_string())
     } else if slope100 < slope_floor {

@@ -10,7 +10,12 @@ pub(super) const DECAY_GROUPS: ProbeSpec = ProbeSpec {
     id: "decay_groups",
     entries: &["S6.1", "O6"],
     inputs: &["optimizer"],
-    params: &["decay_min", "mixed_status", "batchnorm_status", "shrink_min"],
+    params: &[
+        "decay_min",
+        "mixed_status",
+        "batchnorm_status",
+        "shrink_min",
+    ],
     outcomes: &["pass", "decayed_1d", "skip"],
     run: decay_groups,
 };
