@@ -269,7 +269,8 @@ plain("plain_lm_scratch_csv_ckpt0_l10", steps=300, log=10, fmt="csv", init0=True
 plain("plain_lm_scratch_stdout_init0_l10", steps=300, log=10, fmt="stdout", init0=True,
       save_every=150, line="kv")
 plain("plain_lm_scratch_jsonl_s50_l1", steps=50, log=1, lr=1e-2, warmup=5, sched="linear")
-plain("plain_lm_scratch_jsonl_bf16w_l10", steps=300, log=10, precision="bf16w", save_every=150)
+plain("plain_lm_scratch_jsonl_bf16save_l10", steps=300, log=10, precision="bf16",
+      save_dtype="bf16", ckpt="st", save_every=150)
 plain("plain_lm_scratch_hfmodel_jsonl_l10", steps=300, log=10, model="hf", ckpt="hfdir",
       save_every=150)
 plain("plain_lm_scratch_jsonl_eval_l10", steps=300, log=10, eval_every=100, save_every=100)

@@ -25,7 +25,8 @@ DEFAULTS = dict(task="lm", model="gpt", init="scratch", steps=300, log=10, fmt="
                 save_every=None, keep_last=2, ckpt="pt", init0=False, eval_every=None,
                 log_name=None, seed=0, clip=1.0, n_cls=3, wd=0.1,
                 # resume: dict(at=K, stop=K', second_log="new"|"append"|"only", keep_first=True)
-                resume=None, prefix=None, min_ratio=0.0, time_col=True, line="colon")
+                resume=None, prefix=None, min_ratio=0.0, time_col=True, line="colon",
+                save_dtype="fp32")
 
 
 def fmt_line(r, style, total):
@@ -148,7 +149,12 @@ def save_ckpt(out, s, model, opt, sched, step):
     if s["ckpt"] == "st":
         d = out / "ckpt"
         d.mkdir(exist_ok=True)
-        save_model(model, str(d / f"model_{step:06d}.safetensors"))
+        if s["save_dtype"] == "bf16":  # weights exported in bf16 (the fp32 master stays in memory)
+            save_file({k: v.detach().to(torch.bfloat16).contiguous()
+                       for k, v in model.state_dict().items()},
+                      str(d / f"model_{step:06d}.safetensors"))
+        else:
+            save_model(model, str(d / f"model_{step:06d}.safetensors"))
         torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "step": step},
                    d / f"optim_{step:06d}.pt")
         return [d / f"model_{step:06d}.safetensors", d / f"optim_{step:06d}.pt"]

@@ -60,6 +60,13 @@ pub(super) fn logging(run: &Run) -> Logging {
     }
 }
 
+impl Logging {
+    /// The median gap between a series' consecutive logged steps.
+    pub fn interval_of(s: &Series) -> Option<u64> {
+        interval(s)
+    }
+}
+
 /// The median gap between consecutive logged steps.
 pub(crate) fn interval(s: &Series) -> Option<u64> {
     let mut gaps: Vec<u64> = s

@@ -125,8 +125,9 @@ pub(super) fn resumed(
 fn chance_loss(facts: &Facts, phase: Phase) -> Option<f64> {
     let v = facts.u64("vocab_size").filter(|v| *v > 1);
     let c = facts.u64("num_classes").filter(|c| *c > 1);
+    // A classifier's chance loss is ln C only: its config's vocabulary belongs to the encoder.
     let n = if phase == Phase::Classification {
-        c.or(v)
+        c
     } else {
         v.or(c)
     }?;

@@ -170,6 +170,19 @@ fn frozen_by_optimizer(
             .message("no parameter looks frozen while left in the optimizer (declare --fact frozen=PREFIX to check the weights directly)")
             .evidence(ev)];
     }
+    // At a minimum the gradient's mean goes to 0 while its noise stays: m/√v vanishes for
+    // every converged parameter. The moments only say "frozen" while the loss still learns.
+    if crate::probes::metric::grad_norm::loss_converged(ctx) {
+        return vec![Verdict::skip(
+            E,
+            format!(
+                "{} of {} params have a vanished first moment, but the loss has converged to its floor, where every gradient's mean goes to 0: the moments cannot tell a frozen parameter from a converged one (declare --fact frozen=PREFIX to measure the weights)",
+                flagged.len(),
+                rows.len()
+            ),
+        )
+        .evidence(ev)];
+    }
     let list: Vec<String> = flagged
         .iter()
         .map(|(id, m, g)| format!("{} (m/√v {:.1e})", describe_param(*id, &names, opt), m / g))

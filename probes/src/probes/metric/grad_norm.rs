@@ -172,22 +172,30 @@ pub fn grad_norm_band(ctx: &ProbeCtx) -> Vec<Verdict> {
     let mx = r.iter().map(|x| x.1).fold(f64::NEG_INFINITY, f64::max);
     let mn = r.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
     let (a, b) = (s.points[0].step, s.points[s.points.len() - 1].step);
-    // Clipping on and a cross-entropy that falls well: the pre-clip norm above the band is the
-    // regime small models learn in (clipping bounds every update), not an always-clipping
-    // failure. The loss decides, not the norm alone.
-    let clipped_and_learning = clip.is_some()
-        && above > 0.0
-        && ctx.profile.phase.value.is_cross_entropy()
-        && loss_falls_well(ctx).is_some();
-    let (st, out, msg) = if clipped_and_learning {
+    // A grad norm is judged by what it does to the loss: above the band while the loss keeps
+    // improving is the regime small models learn in (clipping, when on, bounds every update),
+    // not an always-clipping failure; below it once the loss has converged to its floor is
+    // convergence, not dead training.
+    let improving = above > 0.0 && loss_improving(ctx);
+    let converged = below > 0.0 && loss_converged(ctx);
+    let (st, out, msg) = if improving && !converged {
         (
             Status::Pass,
             "pass",
             format!(
-                "pre-clip norm above {high} in {:.0}% of windows, but clipping at {} bounds every update and the loss falls {:.0}% over the run: a learning run, not an always-clipping one",
+                "pre-clip norm above {high} in {:.0}% of windows, but the loss keeps improving under it{}: a learning run, not an always-clipping one",
                 100.0 * above / n,
-                fmt(clip.unwrap_or(0.0)),
-                100.0 * loss_falls_well(ctx).unwrap_or(0.0)
+                clip.map(|c| format!(" (clipping at {} bounds every update)", fmt(c)))
+                    .unwrap_or_default()
+            ),
+        )
+    } else if converged && above / n < high_frac {
+        (
+            Status::Pass,
+            "pass",
+            format!(
+                "the norm falls below {low} in {:.0}% of windows after the loss converged to its floor: gradients vanish at a minimum, not dead training",
+                100.0 * below / n
             ),
         )
     } else if above / n >= high_frac {
@@ -453,10 +461,17 @@ pub fn grad_norm_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         .value("ratio", r)]
 }
 
-/// The loss's relative fall when it falls well: the mean of its last quarter at least 30%
-/// below the mean of its first quarter, and not above the mean of its middle half (no late
-/// climb). None when it does not, or when there is too little of it to tell.
-pub(crate) fn loss_falls_well(ctx: &ProbeCtx) -> Option<f64> {
+/// The training loss, finite values in step order, when the phase's loss is meant to fall
+/// (not a policy-gradient surrogate) and there are enough points to tell.
+fn falling_kind_loss(ctx: &ProbeCtx) -> Option<Vec<f64>> {
+    use crate::profile::Phase;
+    if matches!(
+        ctx.profile.phase.value,
+        Phase::Grpo | Phase::Ppo | Phase::Rl
+    ) && ctx.profile.phase.sure >= crate::profile::Sure::Medium
+    {
+        return None;
+    }
     let s = ctx.run.metrics().get("loss")?;
     let v: Vec<f64> = s
         .points
@@ -464,16 +479,43 @@ pub(crate) fn loss_falls_well(ctx: &ProbeCtx) -> Option<f64> {
         .map(|p| p.value)
         .filter(|x| x.is_finite())
         .collect();
-    if v.len() < 8 {
-        return None;
-    }
-    let q = v.len() / 4;
-    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
-    let (head, mid, tail) = (
+    (v.len() >= 8).then_some(v)
+}
+
+/// Means of the first quarter, the middle half and the last quarter.
+fn quarters(v: &[f64]) -> (f64, f64, f64) {
+    let q = (v.len() / 4).max(1);
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len().max(1) as f64;
+    (
         mean(&v[..q]),
         mean(&v[q..v.len() - q]),
         mean(&v[v.len() - q..]),
-    );
-    let drop = (head - tail) / head.abs().max(1e-12);
-    (head > 0.0 && drop >= 0.3 && tail <= mid).then_some(drop)
+    )
+}
+
+/// Whether the loss improves over the logs: from the run's start, its last quarter at least
+/// 10% under its first and not above its middle (no late climb); in a resumed segment (which
+/// starts near its floor), not rising by more than 2%.
+pub(crate) fn loss_improving(ctx: &ProbeCtx) -> bool {
+    let Some(v) = falling_kind_loss(ctx) else {
+        return false;
+    };
+    let (head, mid, tail) = quarters(&v);
+    if head <= 0.0 {
+        return false;
+    }
+    if ctx.profile.sees_run_start() {
+        (head - tail) / head >= 0.1 && tail <= mid * 1.02
+    } else {
+        tail <= head * 1.02 && tail <= mid * 1.05
+    }
+}
+
+/// Whether the loss has converged to its floor: its last quarter at most 5% of its first.
+pub(crate) fn loss_converged(ctx: &ProbeCtx) -> bool {
+    let Some(v) = falling_kind_loss(ctx) else {
+        return false;
+    };
+    let (head, _, tail) = quarters(&v);
+    head > 0.0 && tail >= 0.0 && tail <= 0.05 * head
 }

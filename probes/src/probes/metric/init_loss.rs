@@ -44,6 +44,11 @@ fn log_v(ctx: &ProbeCtx) -> Option<(f64, String)> {
     if use_classes {
         return classes.map(|c| ((c as f64).ln(), format!("ln C = ln {c}")));
     }
+    // A classification head with no class count: its config's vocabulary is the encoder's
+    // input, not what the loss ranges over.
+    if classes.is_none() && is_classifier(ctx) && !by_user("vocab_size") {
+        return None;
+    }
     vocab.map(|v| ((v as f64).ln(), format!("ln V = ln {v}")))
 }
 pub(super) const INIT_LOSS: ProbeSpec = ProbeSpec {

@@ -463,8 +463,12 @@ pub fn lr_warmup_peak(ctx: &ProbeCtx) -> Vec<Verdict> {
     ) else {
         return vec![Verdict::skip("S2.2", "needs facts warmup_steps and lr_max")];
     };
+    // Logged every k steps, the peak shows at the first point logged after warmup ends (a point
+    // before it is still on the ramp): look one logging interval past the end, and judge that
+    // point against what the declared schedule says at its own step (decay already begun).
+    let every = crate::profile::Logging::interval_of(s).unwrap_or(1).max(2);
     let near: Vec<&Point> = s
-        .range(w.saturating_sub(1), w + 2)
+        .range(w.saturating_sub(1), w + every)
         .iter()
         .filter(|p| p.value.is_finite())
         .collect();
@@ -474,7 +478,16 @@ pub fn lr_warmup_peak(ctx: &ProbeCtx) -> Vec<Verdict> {
             format!("no LR logged around step {w}"),
         )];
     };
-    let r = best.value / m;
+    let decayed = if best.step > w + 1 {
+        declared_curve(ctx.facts, &[best.step])
+            .and_then(|v| v.first().copied())
+            .filter(|d| *d > 0.0)
+            .map(|d| d / m)
+            .unwrap_or(1.0)
+    } else {
+        1.0
+    };
+    let r = best.value / (m * decayed);
     // Trainers log the LR of the step before or after the peak as often as the peak itself:
     // one warmup step (1/W of lr_max) of slack on top of pass_rel, and float rounding.
     let tol = pass_rel.max(1.0 / w.max(1) as f64) + 1e-9;

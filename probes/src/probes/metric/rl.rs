@@ -51,6 +51,41 @@ pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
     // margin's scale is beta × the log-ratio gap), not a flat one.
     let flat_margin =
         (mt <= flat && !acc.is_some_and(|a| a >= good_acc)) || acc.is_some_and(|a| a < min_acc);
+    // L9's own signature, whatever the margins say: both log-probs fall and the chosen one at
+    // least doubles in magnitude — the policy unlearns both answers (the margin grows because
+    // rejected falls faster).
+    let level = |name: &str| {
+        m.get(name)
+            .and_then(|s| Some((head_mean(s, tail)?, tail_mean(s, tail)?)))
+    };
+    let chosen_doubles = level("logps/chosen").is_some_and(|(h, t)| h < 0.0 && t <= 2.0 * h);
+    let lr_note = match ctx.facts.f64("lr_max") {
+        Some(lr) => format!(
+            "learning_rate is {} here; DPO's usual value is about 1e-6 (1e-5 for LoRA)",
+            fmt(lr)
+        ),
+        None => "lower learning_rate (≈1e-6, 1e-5 for LoRA)".to_string(),
+    };
+    if both_fall && chosen_doubles && !flat_margin {
+        let (hc, tc) = level("logps/chosen").unwrap_or((0.0, 0.0));
+        return vec![Verdict::new("L9", Status::Fail, "collapse")
+            .measured(format!(
+                "logps/chosen {} → {}, rejected Δ {}; margins tail mean {}, accuracies {}",
+                fmt(hc),
+                fmt(tc),
+                fr.map(|x| fmt(-x)).unwrap_or("?".into()),
+                fmt(mt),
+                acc.map(fmt).unwrap_or("?".into())
+            ))
+            .expected(format!("chosen log-probs roughly steady (a fall under {drop} nats, not a doubling)"))
+            .message(format!(
+                "both log-probs collapse (chosen from {} to {}) behind a margin that looks good: the policy is unlearning both answers — {lr_note}; raise beta and make sure the reference model is frozen",
+                fmt(hc),
+                fmt(tc)
+            ))
+            .evidence(series_evidence(margins, margins.points[0].step, margins.points[margins.points.len() - 1].step))
+            .value("margin_tail", mt)];
+    }
     let (st, out, msg) = if flat_margin && both_fall {
         (Status::Fail, "collapse", "both log-probs plunge while the margin stays flat: collapse — lower learning_rate (≈1e-6, 1e-5 for LoRA), raise beta, and make sure the reference model is frozen")
     } else if flat_margin {
