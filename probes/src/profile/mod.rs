@@ -252,7 +252,8 @@ pub struct Profile {
     pub phase: Field<Phase>,
     /// How the weights started.
     pub init: Field<Init>,
-    /// The optimizer step a resumed run restarted at (`None`: not known to be resumed).
+    /// The step the logs resume at when they begin mid-run (a resumed run's log segment);
+    /// `None` when the logs cover the start of training (or nothing says otherwise).
     pub resumed_at: Field<Option<u64>>,
     pub checkpoints: Checkpoints,
     pub logging: Logging,
