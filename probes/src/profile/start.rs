@@ -87,11 +87,18 @@ pub(super) fn resumed(
             .or(logging.first_step);
         return Field::new(step, Sure::High, fact_who(facts, key));
     }
-    if facts
+    // nanoGPT's init_from=resume: the run restarted from its checkpoint; the logs begin
+    // mid-run only when they start late (an appended log still covers the start).
+    let resume_cfg = facts
         .get("init_from")
-        .is_some_and(|v| v.eq_ignore_ascii_case("resume"))
-    {
-        return Field::new(logging.first_step, Sure::High, fact_who(facts, "init_from"));
+        .is_some_and(|v| v.eq_ignore_ascii_case("resume"));
+    let late_first = logging
+        .first_step
+        .filter(|f| *f > 2 * logging.interval.unwrap_or(1).max(1) + 1 && *f > 20);
+    if resume_cfg && run.metrics().restarts.is_empty() {
+        if let Some(f) = late_first {
+            return Field::new(Some(f), Sure::High, fact_who(facts, "init_from"));
+        }
     }
     if let Some(r) = run.metrics().restarts.first() {
         return Field::new(
