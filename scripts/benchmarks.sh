@@ -102,6 +102,21 @@ FIX=${FIX%$'\n'}
 say "diagnosis recall over the bug corpus (field, shared fixtures, generated runs)"
 REC=$(python3 scripts/bugs/recall.py "$REL/mltriage" 2>&1)
 
+# The healthy sweep (scripts/sweep/): ≥ 150 healthy runs made by real training code. Generating
+# it takes ~25 minutes and a venv with torch/transformers/trl/peft/lightning (SWEEP_PYTHON);
+# an existing sweep in SWEEP_DIR is scored as it is.
+SWEEP_DIR=${SWEEP_DIR:-$DIR/sweep}
+if [ ! -f "$SWEEP_DIR/answers.json" ] && [ -n "${SWEEP_PYTHON:-}" ]; then
+  say "healthy sweep: generating into $SWEEP_DIR (≈ 25 min)"
+  (cd scripts/sweep && "$SWEEP_PYTHON" healthy_sweep.py --out "$OLDPWD/$SWEEP_DIR") >&2
+fi
+if [ -f "$SWEEP_DIR/answers.json" ]; then
+  say "healthy sweep: scoring $SWEEP_DIR"
+  SWEEP=$(python3 scripts/sweep/score.py "$REL/mltriage" "$SWEEP_DIR" 2>&1)
+else
+  SWEEP="no sweep at $SWEEP_DIR (set SWEEP_DIR to a generated sweep, or SWEEP_PYTHON to generate one); the committed subset:"$'\n'"$(python3 scripts/sweep/score.py "$REL/mltriage" tests/sweep 2>&1)"
+fi
+
 say "criterion: catalog load, index build, query latency"
 # One line per benchmark, "<name>\t<median> <unit>": criterion prints "name  time: [low median high]",
 # or the name alone on a line before "time:" when it is long; names may contain spaces.
@@ -219,6 +234,19 @@ NOTE
   echo
   echo '```'
   echo "$REC"
+  echo '```'
+  echo
+  echo "## Healthy sweep (issue 25)"
+  echo
+  echo "\`check\` over every run of the healthy sweep (scripts/sweep/healthy_sweep.py: HF Trainer, TRL SFT /"
+  echo "DPO / GRPO, Lightning, nanoGPT-style and plain loops; from scratch, fine-tuned, LoRA, resumed;"
+  echo "logging every 1–500 steps; linear / cosine / constant / polynomial schedules; AdamW, one-group"
+  echo "AdamW, Adafactor, SGD; fp32 and bf16; accumulation 1 and 4; with and without a step-0 save). Each"
+  echo "run must give 0 fail and 0 warn, and its profile must be right or unknown against the truth the"
+  echo "generator recorded. Regenerate alone with \`python3 scripts/sweep/score.py target/release/mltriage DIR\`."
+  echo
+  echo '```'
+  echo "$SWEEP"
   echo '```'
   echo
   echo "## Raw output"
