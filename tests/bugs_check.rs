@@ -22,7 +22,10 @@ fn answer_files() -> Vec<PathBuf> {
         })
         .unwrap_or_default();
     // The healthy sweep's fast subset (scripts/sweep/): every run must come back clean.
-    let sweep = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sweep/answers.json"));
+    let sweep = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sweep/answers.json"
+    ));
     if sweep.is_file() {
         out.push(sweep);
     }

@@ -38,7 +38,10 @@ fn home_header_shows_the_profile_and_a_fact_rejudges_the_run() {
     let a = app_with(Some(run.clone()), Theme::default(), None);
     let mut h = headless(a, Box::new(LiveRunner::new(catalog(), Some(run))));
     let text = screen_text(&h.app, 400, 24);
-    assert!(text.contains("Language-model training from scratch"), "{text}");
+    assert!(
+        text.contains("Language-model training from scratch"),
+        "{text}"
+    );
     h.key(KeyCode::Char(':'));
     for c in "fact phase=dpo".chars() {
         h.key(KeyCode::Char(c));
@@ -54,5 +57,9 @@ fn home_header_shows_the_profile_and_a_fact_rejudges_the_run() {
         .iter()
         .find(|f| f.probe == "init_loss")
         .expect("init_loss finding");
-    assert!(init.message.starts_with("not applicable"), "{}", init.message);
+    assert!(
+        init.message.starts_with("not applicable"),
+        "{}",
+        init.message
+    );
 }
