@@ -1143,13 +1143,29 @@ fn moved_thresholds_are_read_from_the_playbook() {
     assert_eq!((v.status, v.outcome.as_str()), (Status::Warn, "off_center"));
 
     // update_ratio: 4% in 2 steps is per step 0.02..0.028, above high (1e-2): a warning at the
-    // default fail_factor 10, a failure at 1.5.
+    // default fail_factor 10, a failure at 1.5 — in the steady state. From the init (step 0)
+    // the same move is held only to the failure bound: the first steps move small weights far.
     let a = randn(256, 0.05, 1);
+    let d0 = tempfile::tempdir().unwrap();
+    ckpt(d0.path(), 0, &[t("l1.weight", &[16, 16], a.clone())]);
+    ckpt(
+        d0.path(),
+        2,
+        &[t(
+            "l1.weight",
+            &[16, 16],
+            a.iter().map(|x| x * 1.04).collect(),
+        )],
+    );
+    assert_eq!(
+        one_with("update_ratio", d0.path(), &[], &[]).status,
+        Status::Pass
+    );
     let d = tempfile::tempdir().unwrap();
-    ckpt(d.path(), 0, &[t("l1.weight", &[16, 16], a.clone())]);
+    ckpt(d.path(), 100, &[t("l1.weight", &[16, 16], a.clone())]);
     ckpt(
         d.path(),
-        2,
+        102,
         &[t(
             "l1.weight",
             &[16, 16],

@@ -88,7 +88,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     };
     // The first steps from a random init move small weights by large relative amounts: the
     // ~1e-3 rule is for the steady state, so an interval that starts at the init is measured
-    // but not held to the upper bound.
+    // held only to the failure bound (fail_factor × high), not to the warning band.
     let init_steps: Vec<u64> = cks
         .iter()
         .filter(|c| c.is_init || (c.step == 0 && !c.step_unknown))
@@ -97,8 +97,13 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     let from_init = |p: &Pair| init_steps.contains(&p.a);
     let too_high = pairs
         .iter()
-        .filter(|p| !from_init(p))
-        .filter(|p| p.lb > high)
+        .filter(|p| {
+            p.lb > if from_init(p) {
+                high * fail_factor
+            } else {
+                high
+            }
+        })
         .max_by(|x, y| x.lb.total_cmp(&y.lb));
     let too_low = pairs
         .iter()

@@ -24,10 +24,10 @@ pub fn group_lr(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, E, "backbone_lr_max"),
         p!(ctx, E, "whole_model_frac"),
     );
-    if ctx.facts.bool("from_scratch") != Some(false) {
+    if ctx.profile.init.value != crate::profile::Init::Pretrained {
         return vec![Verdict::skip(
             E,
-            "not known to be a fine-tune of pretrained weights (fact from_scratch=false, a model card or an adapter says so)",
+            "not known to be a full fine-tune of pretrained weights (the run profile's init; --fact init=pretrained says so)",
         )];
     }
     let (opt, c) = match newest_optimizer(ctx.run, E) {
