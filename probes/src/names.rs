@@ -34,6 +34,20 @@ pub fn step_from_name(name: &str) -> Option<u64> {
             return Some(v);
         }
     }
+    // A weights file numbered by its step: `model_000300.safetensors`, `weights-500.pt` — never
+    // a shard index (`model-00001-of-00002.safetensors`).
+    if !n.contains("-of-") {
+        for word in ["model", "weights", "state", "params"] {
+            if let Some(v) = token_ends(&n, word).find_map(|at| {
+                let sep = n.as_bytes().get(at).copied();
+                matches!(sep, Some(b'_' | b'-'))
+                    .then(|| number_at(&n, at, b"-_"))
+                    .flatten()
+            }) {
+                return Some(v);
+            }
+        }
+    }
     None
 }
 
@@ -70,6 +84,11 @@ mod tests {
             ("epoch=2-step=300.ckpt", Some(300)),
             ("iter_0001000", Some(1000)),
             ("iteration-12", Some(12)),
+            ("model_000300.safetensors", Some(300)),
+            ("weights-500.pt", Some(500)),
+            ("model-00001-of-00002.safetensors", None),
+            ("model.safetensors", None),
+            ("model_index.json", None),
             ("last.ckpt", None),
             ("steps_per_epoch", None),
             ("checkpoint-", None),

@@ -145,10 +145,11 @@ def seg_images(n, size=16, seed=0):
     return x, m, boxes, cls
 
 
-def regression_data(n, d=8, seed=0, noise=0.05):
+def regression_data(n, d=8, seed=0, noise=0.05, task=0):
+    """Samples (x, y) of one fixed target function (chosen by `task`)."""
+    w = torch.randn(d, generator=torch.Generator().manual_seed(1000 + task))
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, d, generator=g)
-    w = torch.randn(d, generator=g)
     y = torch.sin(x @ w / math.sqrt(d) * 2) + 0.3 * x[:, 0] * x[:, 1] + noise * torch.randn(n, generator=g)
     return x, y.unsqueeze(1)
 

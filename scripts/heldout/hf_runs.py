@@ -105,7 +105,7 @@ def run_qwen2_gc_inverse_sqrt(out):
     model = Qwen2ForCausalLM(small(Qwen2Config, tie_word_embeddings=True, use_cache=False))
     tr = lm_dataset(tok, 800, 3)
     a = args(out, max_steps=100, lr_scheduler_type="inverse_sqrt", warmup_steps=10, gradient_checkpointing=True,
-             logging_steps=2, save_strategy="steps", save_steps=50, save_total_limit=1, gradient_accumulation_steps=2,
+             logging_steps=2, gradient_accumulation_steps=2,
              per_device_train_batch_size=8)
     t = Trainer(model=model, args=a, train_dataset=tr, processing_class=tok)
     r = t.train()
@@ -121,8 +121,7 @@ def run_llama_sgd_constant_warmup(out):
     model = LlamaForCausalLM(small(LlamaConfig))
     tr, ev = lm_dataset(tok, 1200, 4), lm_dataset(tok, 64, 5)
     a = args(out, max_steps=150, optim="sgd", learning_rate=0.5, lr_scheduler_type="constant_with_warmup",
-             warmup_steps=15, logging_steps=10, eval_strategy="steps", eval_steps=50, report_to="none",
-             save_strategy="steps", save_steps=75, save_total_limit=1)
+             warmup_steps=15, logging_steps=10, eval_strategy="steps", eval_steps=50, report_to="none")
     t = Trainer(model=model, args=a, train_dataset=tr, eval_dataset=ev, processing_class=tok)
     r = t.train()
     finish(t, r)
@@ -134,7 +133,7 @@ def run_llama_sgd_constant_warmup(out):
 def run_llama_best_at_end_label_smoothing(out):
     seed_all(4)
     tok = char_tokenizer()
-    model = LlamaForCausalLM(small(LlamaConfig, hidden_size=24, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2))
+    model = LlamaForCausalLM(small(LlamaConfig, intermediate_size=48))
     tr, ev = lm_dataset(tok, 800, 6), lm_dataset(tok, 64, 7)
     a = args(out, num_train_epochs=2, lr_scheduler_type="cosine", warmup_steps=0.05, label_smoothing_factor=0.1,
              eval_strategy="steps", eval_steps=25, save_strategy="steps", save_steps=25, save_total_limit=1,
@@ -152,7 +151,7 @@ def run_gpt2_bf16_linear(out):
     seed_all(5)
     tok = char_tokenizer()
     from transformers import GPT2LMHeadModel
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=vocab_size(), n_embd=24, n_layer=2, n_head=4, n_positions=64,
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=vocab_size(), n_embd=16, n_layer=2, n_head=2, n_positions=48,
                                        bos_token_id=2, eos_token_id=3, pad_token_id=0))
     tr = lm_dataset(tok, 800, 8)
     a = args(out, max_steps=100, bf16=True, lr_scheduler_type="linear", warmup_steps=5, logging_steps=4,
@@ -170,12 +169,11 @@ def run_bert_mlm(out):
     tok = char_tokenizer()
     tok.mask_token = "<unk>"
     model = BertForMaskedLM(BertConfig(vocab_size=vocab_size(), hidden_size=16, num_hidden_layers=2,
-                                       num_attention_heads=2, intermediate_size=32, max_position_embeddings=64,
+                                       num_attention_heads=2, intermediate_size=32, max_position_embeddings=48,
                                        pad_token_id=0))
     ds = lm_dataset(tok, 1000, 9).remove_columns(["labels"])
     coll = DataCollatorForLanguageModeling(tok, mlm=True, mlm_probability=0.2)
-    a = args(out, max_steps=120, logging_steps=5, lr_scheduler_type="linear", warmup_steps=0.1,
-             save_strategy="steps", save_steps=60, save_total_limit=1)
+    a = args(out, max_steps=120, logging_steps=5, lr_scheduler_type="linear", warmup_steps=0.1)
     t = Trainer(model=model, args=a, train_dataset=ds, data_collator=coll, processing_class=tok)
     r = t.train()
     finish(t, r)
@@ -196,8 +194,7 @@ def tokcls_dataset(tok, n, seed, seq=32):
     for _ in range(n):
         s = "".join(rng.choice(chars, seq - 2))
         enc = tok(s, max_length=seq, padding="max_length", truncation=True)
-        # label of each char = category of the PREVIOUS char (needs attention)
-        lab = [-100] + [CATS[s[0]]] + [CATS[s[i - 1]] for i in range(1, len(s))]
+        lab = [CATS[c] for c in s]
         lab = (lab + [-100] * seq)[:seq]
         lab = [l if m else -100 for l, m in zip(lab, enc["attention_mask"])]
         ids.append(enc["input_ids"]); am.append(enc["attention_mask"]); labs.append(lab)
@@ -208,8 +205,8 @@ def run_bert_token_classification(out):
     seed_all(7)
     tok = char_tokenizer()
     labels = ["VOWEL", "CONS", "DIGIT", "SPACE", "PUNCT"]
-    cfg = BertConfig(vocab_size=vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=64, max_position_embeddings=64, pad_token_id=0, num_labels=5,
+    cfg = BertConfig(vocab_size=vocab_size(), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=32, max_position_embeddings=32, pad_token_id=0, num_labels=5,
                      id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)})
     model = BertForTokenClassification(cfg)
     tr, ev = tokcls_dataset(tok, 1000, 1), tokcls_dataset(tok, 100, 2)
@@ -219,8 +216,7 @@ def run_bert_token_classification(out):
         mask = p.label_ids != -100
         return {"accuracy": float((pred[mask] == p.label_ids[mask]).mean())}
 
-    a = args(out, num_train_epochs=3, learning_rate=3e-3, eval_strategy="epoch", save_strategy="epoch",
-             save_total_limit=1, logging_steps=10, lr_scheduler_type="linear", warmup_steps=0.1)
+    a = args(out, num_train_epochs=3, learning_rate=3e-3, eval_strategy="epoch", logging_steps=10, lr_scheduler_type="linear", warmup_steps=0.1)
     t = Trainer(model=model, args=a, train_dataset=tr, eval_dataset=ev, compute_metrics=metrics,
                 processing_class=tok)
     r = t.train()
@@ -253,14 +249,13 @@ def acc_metric(p):
 def run_roberta_seqcls_3(out):
     seed_all(8)
     tok = char_tokenizer()
-    cfg = RobertaConfig(vocab_size=vocab_size(), hidden_size=24, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=48, max_position_embeddings=72, pad_token_id=0, bos_token_id=2,
+    cfg = RobertaConfig(vocab_size=vocab_size(), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=44, pad_token_id=0, bos_token_id=2,
                         eos_token_id=3, num_labels=3, type_vocab_size=1)
     model = RobertaForSequenceClassification(cfg)
     tr, ev = seqcls_dataset(tok, 900, 1, 3), seqcls_dataset(tok, 90, 2, 3)
     a = args(out, num_train_epochs=3, learning_rate=3e-3, eval_strategy="steps", eval_steps=40,
-             logging_steps=10, logging_first_step=True, lr_scheduler_type="cosine", warmup_steps=0.1,
-             save_strategy="steps", save_steps=80, save_total_limit=1)
+             logging_steps=10, logging_first_step=True, lr_scheduler_type="cosine", warmup_steps=0.1)
     t = Trainer(model=model, args=a, train_dataset=tr, eval_dataset=ev, compute_metrics=acc_metric,
                 processing_class=tok)
     r = t.train()
@@ -273,11 +268,11 @@ def run_roberta_seqcls_3(out):
 def run_distilbert_seqcls_4_smoothing(out):
     seed_all(9)
     tok = char_tokenizer()
-    cfg = DistilBertConfig(vocab_size=vocab_size(), dim=24, hidden_dim=48, n_layers=2, n_heads=4,
-                           max_position_embeddings=64, pad_token_id=0, num_labels=4)
+    cfg = DistilBertConfig(vocab_size=vocab_size(), dim=16, hidden_dim=32, n_layers=2, n_heads=2,
+                           max_position_embeddings=40, pad_token_id=0, num_labels=4)
     model = DistilBertForSequenceClassification(cfg)
     tr, ev = seqcls_dataset(tok, 900, 3, 4), seqcls_dataset(tok, 90, 4, 4)
-    a = args(out, num_train_epochs=4, learning_rate=3e-3, label_smoothing_factor=0.1, eval_strategy="epoch",
+    a = args(out, num_train_epochs=6, learning_rate=3e-3, label_smoothing_factor=0.1, eval_strategy="epoch",
              logging_strategy="epoch", save_strategy="epoch", save_total_limit=1,
              lr_scheduler_type="linear", report_to="none")
     t = Trainer(model=model, args=a, train_dataset=tr, eval_dataset=ev, compute_metrics=acc_metric,
@@ -292,7 +287,7 @@ def run_distilbert_seqcls_4_smoothing(out):
 def run_gpt2_seqcls_5(out):
     seed_all(10)
     tok = char_tokenizer()
-    cfg = GPT2Config(vocab_size=vocab_size(), n_embd=24, n_layer=2, n_head=4, n_positions=64, num_labels=5,
+    cfg = GPT2Config(vocab_size=vocab_size(), n_embd=16, n_layer=2, n_head=2, n_positions=40, num_labels=5,
                      pad_token_id=0, bos_token_id=2, eos_token_id=3)
     model = GPT2ForSequenceClassification(cfg)
     tr, ev = seqcls_dataset(tok, 1000, 5, 5), seqcls_dataset(tok, 100, 6, 5)
@@ -311,12 +306,14 @@ def run_gpt2_seqcls_5(out):
 
 # ---------------------------------------------------------------- fine-tunes
 def train_base(path, seed=20):
-    """Pretrain a tiny Llama on chain 0 and save_pretrained it locally."""
+    """Pretrain a tiny Llama on a mixture of chains 0-7 and save_pretrained it locally."""
     seed_all(seed)
     tok = char_tokenizer(chat=True)
-    model = LlamaForCausalLM(small(LlamaConfig, hidden_size=24, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2))
-    tr = lm_dataset(tok, 1200, 0, chars="abcdefghijklmnopqrstuvwxyz ")
-    a = args(os.path.join(path, "_trainer"), max_steps=150, report_to="none", logging_steps=50)
+    model = LlamaForCausalLM(small(LlamaConfig, intermediate_size=48))
+    from datasets import concatenate_datasets
+    tr = concatenate_datasets([lm_dataset(tok, 250, 50 + c, chars="abcdefghijklmnopqrstuvwxyz ", chain=c)
+                               for c in range(8)]).shuffle(seed=0)
+    a = args(os.path.join(path, "_trainer"), max_steps=300, report_to="none", logging_steps=50)
     t = Trainer(model=model, args=a, train_dataset=tr)
     t.train()
     model.save_pretrained(path)
@@ -329,9 +326,9 @@ def run_llama_finetune_local_base(out, base):
     seed_all(11)
     tok = transformers.AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base)
-    tr, ev = lm_dataset(tok, 600, 31, chars="abcdefghijklmnopqrstuvwxyz "), lm_dataset(tok, 64, 32, chars="abcdefghijklmnopqrstuvwxyz ")
+    tr, ev = lm_dataset(tok, 600, 31, chars="abcdefghijklmnopqrstuvwxyz ", chain=1), lm_dataset(tok, 64, 32, chars="abcdefghijklmnopqrstuvwxyz ", chain=1)
     a = args(out, num_train_epochs=1, learning_rate=1e-3, lr_scheduler_type="cosine", warmup_steps=0.1,
-             logging_steps=2, eval_strategy="steps", eval_steps=10, save_strategy="epoch", save_total_limit=1)
+             logging_steps=2, eval_strategy="steps", eval_steps=10)
     t = Trainer(model=model, args=a, train_dataset=tr, eval_dataset=ev, processing_class=tok)
     r = t.train()
     finish(t, r)
@@ -346,7 +343,7 @@ def run_llama_lora_local_base(out, base):
     model = AutoModelForCausalLM.from_pretrained(base)
     model = peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
                                                        lora_dropout=0.0, task_type="CAUSAL_LM"))
-    tr = lm_dataset(tok, 600, 33, chars="abcdefghijklmnopqrstuvwxyz ")
+    tr = lm_dataset(tok, 600, 33, chars="abcdefghijklmnopqrstuvwxyz ", chain=1)
     a = args(out, max_steps=60, learning_rate=5e-3, lr_scheduler_type="linear", warmup_steps=6,
              logging_steps=3, save_strategy="steps", save_steps=30, save_total_limit=1)
     t = Trainer(model=model, args=a, train_dataset=tr, processing_class=tok)
@@ -372,7 +369,7 @@ def run_mistral_resume(out):
 
     def mk():
         return args(out, max_steps=120, lr_scheduler_type="cosine", warmup_steps=10, logging_steps=5,
-                    eval_strategy="steps", eval_steps=30, save_strategy="steps", save_steps=30, save_total_limit=2)
+                    eval_strategy="steps", eval_steps=30, save_strategy="steps", save_steps=30, save_total_limit=1)
 
     t = Trainer(model=MistralForCausalLM(small(MistralConfig)), args=mk(), train_dataset=tr, eval_dataset=ev,
                 processing_class=tok, callbacks=[Preempt(72)])

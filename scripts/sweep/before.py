@@ -2,7 +2,7 @@
 run the fail / warn counts and the findings (id, probe, measured), then the findings that
 fire most often. Standard library only.
 
-    python3 before.py /tmp/mltriage-before /work/sweep-full > BEFORE.md
+    python3 before.py /tmp/mltriage-before /work/sweep-full ["which build this is"] > BEFORE.md
 """
 import json
 import subprocess
@@ -36,6 +36,8 @@ def main():
     out.append(f"`{Path(exe).name} check RUN --json` on the {len(answers)} healthy runs of "
                f"`{root}` (made by `scripts/sweep/healthy_sweep.py`; every run is healthy, so "
                f"every fail or warn below is a false alarm). {time.time() - t0:.0f} s in all.\n")
+    if len(sys.argv) > 3:
+        out.append(sys.argv[3] + "\n")
     out.append(f"- **{clean}/{n} runs clean** (0 fail, 0 warn)")
     out.append(f"- {sum(1 for _, _, b in rows if any(f['status'] == 'fail' for f in b))} runs with "
                f"at least one fail, {sum(1 for _, _, b in rows if b and all(f['status'] == 'warn' for f in b))} "
@@ -44,11 +46,15 @@ def main():
         out.append(f"- {len(errors)} runs where check gave no JSON: " +
                    ", ".join(f"{r} (rc {rc}: {e})" for r, rc, e in errors))
     out.append("\n## Findings by id (runs drawing it)\n")
-    out.append("| status | id | probe | runs | e.g. |")
-    out.append("|---|---|---|---:|---|")
+    out.append("| status | id | probe | runs | where (phase/init[/resumed]: runs) | e.g. |")
+    out.append("|---|---|---|---:|---|---|")
+    prof = {run: p for run, p, _ in rows}
     for (st, fid, probe), runs in sorted(per_id.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         eg = ", ".join(sorted(runs)[:3]) + (" …" if len(runs) > 3 else "")
-        out.append(f"| {st} | {fid} | {probe} | {len(runs)} | {eg} |")
+        where = Counter(f"{prof[r]['phase']}/{prof[r]['init']}" +
+                        ("/resumed" if prof[r]["resumed_at"] is not None else "") for r in runs)
+        w = ", ".join(f"{k}: {v}" for k, v in where.most_common())
+        out.append(f"| {st} | {fid} | {probe} | {len(runs)} | {w} | {eg} |")
     out.append("\n## By framework\n")
     out.append("| framework | runs | clean | with fail | with warn only |")
     out.append("|---|---:|---:|---:|---:|")

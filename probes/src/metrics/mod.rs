@@ -37,6 +37,9 @@ pub struct Series {
     /// Distributed rank, when the file or folder name says so.
     pub rank: Option<u32>,
     pub points: Vec<Point>,
+    /// Where the steps went back in write order (a resumed run appending to its log replays
+    /// from its checkpoint): the step logged again, the first time it happens.
+    pub restart: Option<u64>,
 }
 
 impl Series {
@@ -48,6 +51,7 @@ impl Series {
             source: source.to_path_buf(),
             rank: None,
             points: Vec::new(),
+            restart: None,
         }
     }
 
@@ -63,6 +67,12 @@ impl Series {
     pub fn normalize(&mut self) {
         if self.points.windows(2).all(|w| w[0].step < w[1].step) {
             return;
+        }
+        // A step that goes back, then climbs again: the log was appended to after a resume.
+        if self.restart.is_none() {
+            self.restart = self.points.windows(3).find_map(|w| {
+                (w[1].step < w[0].step && w[2].step > w[1].step).then_some(w[1].step)
+            });
         }
         self.points.sort_by_key(|p| p.step);
         // `dedup_by` hands (later, kept); copy the later one over the kept one, drop the later.

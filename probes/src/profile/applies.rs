@@ -16,6 +16,15 @@ const FAMILIES: &[(&str, &[Phase])] = &[
     ),
 ];
 
+/// The family a phase belongs to (its own name when it has none).
+fn family(p: Phase) -> &'static str {
+    FAMILIES
+        .iter()
+        .find(|(_, members)| members.contains(&p))
+        .map(|(n, _)| *n)
+        .unwrap_or(p.as_str())
+}
+
 /// What a probe needs to have seen, beyond phase and init.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
@@ -156,12 +165,18 @@ impl Applies {
 
     /// `Ok` when the probe judges this run, else why not (for "not applicable: …").
     pub fn judge(&self, p: &Profile) -> Result<(), String> {
-        // A phase guessed only from a causal-LM head (pre-training and SFT look alike there)
-        // rules nothing out: only a phase something stated does.
-        if !self.phase.is_empty() && p.phase.sure >= Sure::Medium && p.phase.value != Phase::Unknown
-        {
+        // A phase guessed at low confidence (a causal-LM head: pre-training and SFT look alike
+        // there) is trusted for its family only: it rules out probes of other families, never a
+        // sibling phase.
+        if !self.phase.is_empty() && p.phase.is_known() && p.phase.value != Phase::Unknown {
             let phases = self.phases();
-            if !phases.contains(&p.phase.value) {
+            let ok = if p.phase.sure >= Sure::Medium {
+                phases.contains(&p.phase.value)
+            } else {
+                let fam = family(p.phase.value);
+                phases.iter().any(|x| family(*x) == fam)
+            };
+            if !ok {
                 return Err(format!(
                     "this is {} ({}); it judges {} runs",
                     article(p.phase.value.words()),
@@ -202,10 +217,17 @@ impl Applies {
                     ));
                 }
                 Need::RunStart if !p.sees_run_start() => {
+                    let resumed = match p.resumed_at.value {
+                        Some(n) => format!(
+                            "; resumed at step {}: {}",
+                            super::thousands(n),
+                            p.resumed_at.why()
+                        ),
+                        None => String::new(),
+                    };
                     return Err(format!(
-                        "the logs begin mid-run (resumed at step {}: {}): start-of-run rules do not apply",
-                        p.resumed_at.value.map(super::thousands).unwrap_or_default(),
-                        p.resumed_at.why()
+                        "the logs begin mid-run (first logged step {}{resumed}): start-of-run rules do not apply",
+                        p.logging.first_step.map(super::thousands).unwrap_or_default()
                     ));
                 }
                 Need::StepLogs if p.logging.unit == "epoch" => {
@@ -259,14 +281,21 @@ mod tests {
         assert!(a.judge(&p).is_ok());
         p.phase = Field::new(Phase::Dpo, Sure::High, "series rewards/margins");
         assert!(a.judge(&p).unwrap_err().contains("rewards/margins"));
-        // A low-confidence phase rules nothing out.
-        p.phase = Field::new(Phase::Classification, Sure::Low, "a guess");
+        // A low-confidence phase rules out other families only, never a sibling phase.
+        p.phase = Field::new(Phase::Sft, Sure::Low, "a causal-LM head");
         assert!(a.judge(&p).is_ok());
+        p.phase = Field::new(Phase::Dpo, Sure::Low, "a guess");
+        assert!(a.judge(&p).is_err());
         p.phase = Field::new(Phase::Sft, Sure::High, "x");
         p.init = Field::new(Init::Pretrained, Sure::Low, "first loss far below ln V");
         assert!(a.judge(&p).unwrap_err().contains("loaded"));
         p.init = Field::new(Init::Scratch, Sure::Low, "x");
         p.resumed_at = Field::new(Some(10_000), Sure::Medium, "log starts late");
-        assert!(a.judge(&p).unwrap_err().contains("10,000"));
+        // Resumed, but the log still covers the start (appended from step 0): applicable.
+        p.logging.first_step = Some(10);
+        p.logging.interval = Some(10);
+        assert!(a.judge(&p).is_ok());
+        p.logging.first_step = Some(10_010);
+        assert!(a.judge(&p).unwrap_err().contains("10,010"));
     }
 }

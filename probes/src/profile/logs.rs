@@ -61,6 +61,14 @@ pub(super) fn logging(run: &Run) -> Logging {
 }
 
 impl Logging {
+    /// The first logged step is within the first logging intervals (or nothing is logged).
+    pub fn starts_early(&self) -> bool {
+        match self.first_step {
+            Some(f) => f <= 20 || f <= 2 * self.interval.unwrap_or(1).max(1) + 1,
+            None => true,
+        }
+    }
+
     /// The median gap between a series' consecutive logged steps.
     pub fn interval_of(s: &Series) -> Option<u64> {
         interval(s)

@@ -252,8 +252,8 @@ pub struct Profile {
     pub phase: Field<Phase>,
     /// How the weights started.
     pub init: Field<Init>,
-    /// The step the logs resume at when they begin mid-run (a resumed run's log segment);
-    /// `None` when the logs cover the start of training (or nothing says otherwise).
+    /// The step a resumed run restarted at (`None`: not known to be resumed). Whether the logs
+    /// still cover the start is [`Profile::sees_run_start`].
     pub resumed_at: Field<Option<u64>>,
     pub checkpoints: Checkpoints,
     pub logging: Logging,
@@ -274,7 +274,7 @@ impl Profile {
         let phase = phase::phase(run, facts);
         let framework = start::framework(run, facts);
         let resumed_at = start::resumed(run, facts, &logging, &checkpoints);
-        let init = start::init(run, facts, phase.value, &logging, resumed_at.value);
+        let init = start::init(run, facts, phase.value, &logging);
         Profile {
             precision: start::precision(run, facts),
             layout: start::layout(run),
@@ -301,9 +301,10 @@ impl Profile {
         }
     }
 
-    /// Whether the logs start at the start of training (not a resumed segment).
+    /// Whether the logs cover the start of training: their first step is within the first
+    /// logging intervals (a resumed run that appended to its log from step 0 still does).
     pub fn sees_run_start(&self) -> bool {
-        self.resumed_at.value.is_none()
+        self.logging.starts_early()
     }
 
     /// One short line: "GRPO of a pretrained base, resumed at step 10,000, bf16, TRL".

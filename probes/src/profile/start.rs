@@ -100,14 +100,31 @@ pub(super) fn resumed(
             return Field::new(Some(f), Sure::High, fact_who(facts, "init_from"));
         }
     }
-    if let Some(r) = run.metrics().restarts.first() {
+    // A restart in a training series first (a summary series says less), then any.
+    let rs = &run.metrics().restarts;
+    let train = |r: &&crate::metrics::Restart| {
+        matches!(
+            r.name.as_str(),
+            "loss" | "grad_norm" | "learning_rate" | "reward"
+        )
+    };
+    if let Some(r) = rs.iter().find(train).or_else(|| rs.first()) {
+        // The first step logged after a resume is one interval past the checkpoint it loaded.
+        let iv = logging.interval.unwrap_or(1).max(1);
+        let at = run
+            .checkpoints
+            .iter()
+            .filter(|c| !c.step_unknown && c.step <= r.step && r.step - c.step <= iv)
+            .map(|c| c.step)
+            .max()
+            .unwrap_or(r.step);
         return Field::new(
-            Some(r.step),
+            Some(at),
             Sure::High,
             format!(
-                "a second log segment ({}) starts at step {}",
-                r.source.display(),
-                r.step
+                "the log restarts at step {} ({})",
+                r.step,
+                r.source.display()
             ),
         );
     }
@@ -141,13 +158,7 @@ fn chance_loss(facts: &Facts, phase: Phase) -> Option<f64> {
     Some((n as f64).ln())
 }
 
-pub(super) fn init(
-    run: &Run,
-    facts: &Facts,
-    phase: Phase,
-    logging: &Logging,
-    resumed_at: Option<u64>,
-) -> Field<Init> {
+pub(super) fn init(run: &Run, facts: &Facts, phase: Phase, logging: &Logging) -> Field<Init> {
     if let Some(i) = facts.get("init").and_then(Init::parse) {
         return Field::new(i, Sure::High, fact_who(facts, "init"));
     }
@@ -184,7 +195,7 @@ pub(super) fn init(
         );
     }
     // The numbers: a cross-entropy that starts at ln V is untrained; one far below it is not.
-    if resumed_at.is_none() && phase.is_cross_entropy() {
+    if logging.starts_early() && phase.is_cross_entropy() {
         if let (Some(lnv), Some(s)) = (
             chance_loss(facts, phase),
             logging
@@ -201,8 +212,15 @@ pub(super) fn init(
                 .find(|p| p.value.is_finite())
                 .filter(|p| p.step <= early && p.value > 1e-6)
             {
-                let low = lnv - (2.24f64).max(0.5 * lnv);
-                if p.value < low {
+                // One step's loss at the very start sits within ~0.5 of ln V when untrained;
+                // a mean over the first steps (or a later point) may have fallen further.
+                let single_first = logging.mean_over.is_none() && p.step <= 5;
+                let margin = if single_first {
+                    1.0
+                } else {
+                    (2.24f64).max(0.5 * lnv)
+                };
+                if p.value < lnv - margin {
                     return Field::new(
                         Init::Pretrained,
                         Sure::Low,
@@ -212,7 +230,10 @@ pub(super) fn init(
                         ),
                     );
                 }
-                if (p.value - lnv).abs() <= 0.5 {
+                // At chance says "untrained" only for a language model's head (a loaded LM
+                // never sits at ln V); a new classifier head on a pretrained backbone does.
+                let lm_head = matches!(phase, Phase::Pretrain | Phase::Sft | Phase::Vlm);
+                if lm_head && (p.value - lnv).abs() <= 0.5 {
                     return Field::new(
                         Init::Scratch,
                         Sure::Low,

@@ -125,6 +125,20 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
         problems.extend(p);
         event_restarts.extend(r);
     }
+    // Resume marks are read before copies are dropped: a trainer state that merged both
+    // segments hides the resume that its TensorBoard copies (one event folder per start) show.
+    let mut resume_marks: Vec<Restart> = all
+        .iter()
+        .filter_map(|(s, _)| {
+            Some(Restart {
+                step: s.restart?,
+                name: s.name.clone(),
+                source: s.source.clone(),
+            })
+        })
+        .collect();
+    let every: Vec<&Series> = all.iter().map(|(s, _)| s).collect();
+    resume_marks.extend(super::segments::restarts(&every));
     // A series in both the trainer state and TensorBoard: keep the longer (the state on a tie).
     let mut best: HashMap<(String, Option<u32>), (usize, usize, Origin)> = HashMap::new();
     for (i, (s, o)) in all.iter().enumerate() {
@@ -160,6 +174,7 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
         .collect();
     let (series, mut restarts) = super::segments::join(series);
     restarts.extend(event_restarts);
+    restarts.extend(resume_marks);
     restarts.sort_by(|x, y| x.step.cmp(&y.step).then_with(|| x.name.cmp(&y.name)));
     restarts.dedup_by(|x, y| x.step == y.step && x.name == y.name);
     let mut set = MetricSet::new(series);
@@ -186,7 +201,8 @@ fn read_event_dir(
                     match index.get(&s.tag) {
                         Some(&i) => {
                             if let Some(m) = merged.get_mut(i) {
-                                if super::segments::continues(m, &s) {
+                                if m.len() >= 2 && s.len() >= 2 && super::segments::continues(m, &s)
+                                {
                                     restarts.push(Restart {
                                         step: s.first().map(|p| p.step).unwrap_or(0),
                                         name: s.name.clone(),

@@ -52,11 +52,15 @@ pub(crate) fn join(series: Vec<Series>) -> (Vec<Series>, Vec<Restart>) {
             let b = slots[i].take().expect("present");
             let a = slots[head].as_mut().expect("present");
             let at = b.first().map(|p| p.step).unwrap_or(0);
-            restarts.push(Restart {
-                step: at,
-                name: b.name.clone(),
-                source: b.source.clone(),
-            });
+            // A one-point segment (an end-of-run summary, a validation logged once) joins its
+            // run but is no evidence of where it restarted.
+            if a.len() >= 2 && b.len() >= 2 {
+                restarts.push(Restart {
+                    step: at,
+                    name: b.name.clone(),
+                    source: b.source.clone(),
+                });
+            }
             a.points.retain(|p| p.step < at);
             a.points.extend(b.points);
             a.source = common_parent(&a.source, &b.source);
@@ -64,6 +68,33 @@ pub(crate) fn join(series: Vec<Series>) -> (Vec<Series>, Vec<Restart>) {
     }
     restarts.sort_by(|x, y| x.step.cmp(&y.step).then_with(|| x.name.cmp(&y.name)));
     (slots.into_iter().flatten().collect(), restarts)
+}
+
+/// The restarts among series without joining them (copies a trainer state has merged).
+pub(crate) fn restarts(series: &[&Series]) -> Vec<Restart> {
+    let mut groups: BTreeMap<(&str, Option<u32>), Vec<&Series>> = BTreeMap::new();
+    for s in series.iter().filter(|s| !s.is_empty()) {
+        groups.entry((s.name.as_str(), s.rank)).or_default().push(s);
+    }
+    let mut out = Vec::new();
+    for mut g in groups.into_values().filter(|g| g.len() > 1) {
+        g.sort_by_key(|s| s.first().map(|p| p.step));
+        // A later segment continuing any earlier one (a merged copy of both, like a trainer
+        // state, continues neither and hides nothing).
+        for (i, b) in g.iter().enumerate().skip(1) {
+            let cont = g[..i]
+                .iter()
+                .any(|a| a.source != b.source && a.len() >= 2 && b.len() >= 2 && continues(a, b));
+            if cont {
+                out.push(Restart {
+                    step: b.first().map(|p| p.step).unwrap_or(0),
+                    name: b.name.clone(),
+                    source: b.source.clone(),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The deepest folder holding both paths (the first path when they share none).
