@@ -66,6 +66,10 @@ def args(out, **kw):
     return TrainingArguments(**base)
 
 
+def prec(t):
+    return "bf16" if t.args.bf16 else "fp16" if t.args.fp16 else "fp32"
+
+
 def losses(trainer):
     return [h["loss"] for h in trainer.state.log_history if "loss" in h]
 
@@ -95,7 +99,7 @@ def run_mistral_cosine_restarts(out):
     t.log_metrics("eval", m)
     t.save_metrics("eval", m)
     assert_learned(out, losses(t))
-    return entry(made_by(), "pretrain", "scratch", "hf_trainer", log_interval=5, optimizer="adamw",
+    return entry(made_by(), "pretrain", "scratch", "hf_trainer", precision=prec(t), log_interval=5, optimizer="adamw",
                  schedule="cosine_with_restarts", accum_steps=1)
 
 
@@ -111,7 +115,7 @@ def run_qwen2_gc_inverse_sqrt(out):
     r = t.train()
     finish(t, r)
     assert_learned(out, losses(t))
-    return entry(made_by(), "pretrain", "scratch", "hf_trainer", log_interval=2, optimizer="adamw",
+    return entry(made_by(), "pretrain", "scratch", "hf_trainer", precision=prec(t), log_interval=2, optimizer="adamw",
                  schedule="inverse_sqrt", accum_steps=2)
 
 
@@ -126,7 +130,7 @@ def run_llama_sgd_constant_warmup(out):
     r = t.train()
     finish(t, r)
     assert_learned(out, losses(t))
-    return entry(made_by(), "pretrain", "scratch", "hf_trainer", log_interval=10, optimizer="sgd",
+    return entry(made_by(), "pretrain", "scratch", "hf_trainer", precision=prec(t), log_interval=10, optimizer="sgd",
                  schedule="constant_with_warmup", accum_steps=1)
 
 
@@ -143,7 +147,7 @@ def run_llama_best_at_end_label_smoothing(out):
     r = t.train()
     finish(t, r)
     assert_learned(out, losses(t))
-    return entry(made_by(), "pretrain", "scratch", "hf_trainer", log_interval=5, optimizer="adamw",
+    return entry(made_by(), "pretrain", "scratch", "hf_trainer", precision=prec(t), log_interval=5, optimizer="adamw",
                  schedule="cosine", accum_steps=1)
 
 
@@ -160,7 +164,7 @@ def run_gpt2_bf16_linear(out):
     r = t.train()
     finish(t, r, save_state=False)
     assert_learned(out, losses(t))
-    return entry(made_by(), "pretrain", "scratch", "hf_trainer", precision="bf16", log_interval=4,
+    return entry(made_by(), "pretrain", "scratch", "hf_trainer", precision=prec(t), log_interval=4,
                  optimizer="adamw", schedule="linear", accum_steps=1)
 
 
@@ -178,7 +182,7 @@ def run_bert_mlm(out):
     r = t.train()
     finish(t, r)
     assert_learned(out, losses(t))
-    return entry(made_by(), "pretrain", "scratch", "hf_trainer", log_interval=5, optimizer="adamw",
+    return entry(made_by(), "pretrain", "scratch", "hf_trainer", precision=prec(t), log_interval=5, optimizer="adamw",
                  schedule="linear", accum_steps=1)
 
 
@@ -222,7 +226,7 @@ def run_bert_token_classification(out):
     r = t.train()
     finish(t, r)
     assert_learned(out, losses(t))
-    return entry(made_by(), "classification", "scratch", "hf_trainer", log_interval=10, optimizer="adamw",
+    return entry(made_by(), "classification", "scratch", "hf_trainer", precision=prec(t), log_interval=10, optimizer="adamw",
                  schedule="linear", accum_steps=1)
 
 
@@ -261,7 +265,7 @@ def run_roberta_seqcls_3(out):
     r = t.train()
     finish(t, r)
     assert_learned(out, losses(t))
-    return entry(made_by(), "classification", "scratch", "hf_trainer", log_interval=10, optimizer="adamw",
+    return entry(made_by(), "classification", "scratch", "hf_trainer", precision=prec(t), log_interval=10, optimizer="adamw",
                  schedule="cosine", accum_steps=1)
 
 
@@ -280,7 +284,7 @@ def run_distilbert_seqcls_4_smoothing(out):
     r = t.train()
     finish(t, r)
     assert_learned(out, losses(t))
-    return entry(made_by(), "classification", "scratch", "hf_trainer", log_interval=None, optimizer="adamw",
+    return entry(made_by(), "classification", "scratch", "hf_trainer", precision=prec(t), log_interval=None, optimizer="adamw",
                  schedule="linear", accum_steps=1)
 
 
@@ -300,7 +304,7 @@ def run_gpt2_seqcls_5(out):
     r = t.train()
     finish(t, r)
     assert_learned(out, losses(t))
-    return entry(made_by(), "classification", "scratch", "hf_trainer", log_interval=5, optimizer="adamw",
+    return entry(made_by(), "classification", "scratch", "hf_trainer", precision=prec(t), log_interval=5, optimizer="adamw",
                  schedule="constant_with_warmup", accum_steps=1)
 
 
@@ -332,7 +336,7 @@ def run_llama_finetune_local_base(out, base):
     t = Trainer(model=model, args=a, train_dataset=tr, eval_dataset=ev, processing_class=tok)
     r = t.train()
     finish(t, r)
-    return entry(made_by(), "pretrain", "pretrained", "hf_trainer", log_interval=2, optimizer="adamw",
+    return entry(made_by(), "pretrain", "pretrained", "hf_trainer", precision=prec(t), log_interval=2, optimizer="adamw",
                  schedule="cosine", accum_steps=1)
 
 
@@ -349,7 +353,7 @@ def run_llama_lora_local_base(out, base):
     t = Trainer(model=model, args=a, train_dataset=tr, processing_class=tok)
     r = t.train()
     finish(t, r)
-    return entry(versions("transformers", "peft"), "pretrain", "adapter", "hf_trainer", log_interval=3,
+    return entry(versions("transformers", "peft"), "pretrain", "adapter", "hf_trainer", precision=prec(t), log_interval=3,
                  optimizer="adamw", schedule="linear", accum_steps=1)
 
 
@@ -384,7 +388,7 @@ def run_mistral_resume(out):
     r = t2.train(resume_from_checkpoint=True)
     finish(t2, r)
     assert_learned(out, losses(t2))
-    return entry(made_by(), "pretrain", "scratch", "hf_trainer", resumed_at=60, log_interval=5,
+    return entry(made_by(), "pretrain", "scratch", "hf_trainer", resumed_at=60, precision=prec(t2), log_interval=5,
                  optimizer="adamw", schedule="cosine", accum_steps=1)
 
 

@@ -41,6 +41,11 @@ def load(base):
     return AutoModelForCausalLM.from_pretrained(base), AutoTokenizer.from_pretrained(base)
 
 
+def prec(t):
+    # TRL's configs default bf16=True (mixed precision, CPU autocast here)
+    return "bf16" if t.args.bf16 else "fp16" if t.args.fp16 else "fp32"
+
+
 def finish(t):
     t.save_model()
     t.save_state()
@@ -58,7 +63,7 @@ def run_sft_packing(out, base):
     t.train()
     finish(t)
     assert_learned(out, losses(t), ratio=0.95)
-    return entry(made_by(), "sft", "pretrained", "trl", log_interval=2, optimizer="adamw", schedule="cosine",
+    return entry(made_by(), "sft", "pretrained", "trl", precision=prec(t), log_interval=2, optimizer="adamw", schedule="cosine",
                  accum_steps=1)
 
 
@@ -87,7 +92,7 @@ def run_sft_messages(out, base):
     t.train()
     finish(t)
     assert_learned(out, losses(t), ratio=0.9)
-    return entry(made_by(), "sft", "pretrained", "trl", log_interval=2, optimizer="adamw", schedule="linear",
+    return entry(made_by(), "sft", "pretrained", "trl", precision=prec(t), log_interval=2, optimizer="adamw", schedule="linear",
                  accum_steps=1)
 
 
@@ -105,7 +110,7 @@ def run_sft_lora(out, base):
     t = SFTTrainer(model=model, args=cfg, train_dataset=tr, processing_class=tok, peft_config=peft_cfg)
     t.train()
     finish(t)
-    return entry(versions("transformers", "trl", "peft"), "sft", "adapter", "trl", log_interval=5,
+    return entry(versions("transformers", "trl", "peft"), "sft", "adapter", "trl", precision=prec(t), log_interval=5,
                  optimizer="adamw", schedule="constant", accum_steps=2)
 
 
@@ -135,7 +140,7 @@ def run_dpo_ipo_lora(out, base):
     t.train()
     finish(t)
     assert_learned(out, losses(t), ratio=0.9)
-    return entry(versions("transformers", "trl", "peft"), "dpo", "adapter", "trl", log_interval=2,
+    return entry(versions("transformers", "trl", "peft"), "dpo", "adapter", "trl", precision=prec(t), log_interval=2,
                  optimizer="adamw", schedule="linear", accum_steps=1)
 
 
@@ -150,7 +155,7 @@ def run_dpo_sigmoid_full(out, base):
     t.train()
     finish(t)
     assert_learned(out, losses(t), ratio=0.9)
-    return entry(made_by(), "dpo", "pretrained", "trl", log_interval=2, optimizer="adamw", schedule="cosine",
+    return entry(made_by(), "dpo", "pretrained", "trl", precision=prec(t), log_interval=2, optimizer="adamw", schedule="cosine",
                  accum_steps=1)
 
 
@@ -168,7 +173,7 @@ def run_kto(out, base):
     t = KTOTrainer(model=model, args=cfg, train_dataset=ds, processing_class=tok)
     t.train()
     finish(t)
-    return entry(made_by(), "dpo", "pretrained", "trl", log_interval=2, optimizer="adamw", schedule="linear",
+    return entry(made_by(), "dpo", "pretrained", "trl", precision=prec(t), log_interval=2, optimizer="adamw", schedule="linear",
                  accum_steps=1)
 
 
@@ -182,7 +187,7 @@ def run_orpo(out, base):
     t = ORPOTrainer(model=model, args=cfg, train_dataset=tr, processing_class=tok)
     t.train()
     finish(t)
-    return entry(made_by(), "dpo", "pretrained", "trl", log_interval=2, optimizer="adamw", schedule="linear",
+    return entry(made_by(), "dpo", "pretrained", "trl", precision=prec(t), log_interval=2, optimizer="adamw", schedule="linear",
                  accum_steps=1)
 
 
@@ -214,7 +219,7 @@ def run_grpo_two_rewards(out, base):
     finish(t)
     rew = [h["reward"] for h in t.state.log_history if "reward" in h]
     print("grpo reward first/last", np.mean(rew[:5]), np.mean(rew[-5:]), flush=True)
-    return entry(made_by(), "grpo", "pretrained", "trl", log_interval=1, optimizer="adamw", schedule="constant",
+    return entry(made_by(), "grpo", "pretrained", "trl", precision=prec(t), log_interval=1, optimizer="adamw", schedule="constant",
                  accum_steps=1)
 
 

@@ -92,6 +92,10 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
         "resumed_at",
         "the step a resumed run restarted at (false: not resumed)",
     ),
+    (
+        "framework",
+        "hf_trainer | trl | lightning | accelerate | deepspeed | diffusers | nanogpt | plain",
+    ),
 ];
 
 /// Spellings users and configs give a known key (`grad_accum_steps` is `accum_steps`).
