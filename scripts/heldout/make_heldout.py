@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # keep scripts/heldout free of __pycache__
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILIES = ["hf", "trl", "plain", "lit", "sb3", "timm", "accel"]  # longest first
 MODULES = {"hf": "hf_runs", "trl": "trl_runs", "lit": "lit_runs", "accel": "accel_runs", "plain": "plain_runs",
@@ -65,7 +66,7 @@ def main():
     os.makedirs(out, exist_ok=True)
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", WANDB_DISABLED="true", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               TOKENIZERS_PARALLELISM="false", PYTHONDONTWRITEBYTECODE="1", WANDB_DISABLED="true", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                PYTHONWARNINGS="ignore", TRANSFORMERS_VERBOSITY="error", HF_DATASETS_DISABLE_PROGRESS_BARS="1")
     logdir = tempfile.mkdtemp(prefix="heldout_logs_")
     t0 = time.time()
@@ -106,7 +107,11 @@ def main():
         json.dump(dict(sorted(answers.items())), f, indent=1)
         f.write("\n")
     stray = [d for d in os.listdir(out) if os.path.isdir(os.path.join(out, d)) and d not in answers]
-    print(f"{len(answers)} runs in {out} ({time.time() - t0:.0f}s); logs in {logdir}")
+    if failed:
+        print(f"worker logs kept in {logdir}")
+    else:
+        shutil.rmtree(logdir, ignore_errors=True)
+    print(f"{len(answers)} runs in {out} ({time.time() - t0:.0f}s)")
     if stray:
         print("WARNING: folders without answers:", stray)
     if failed:

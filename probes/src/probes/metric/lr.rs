@@ -463,6 +463,33 @@ pub fn lr_warmup_peak(ctx: &ProbeCtx) -> Vec<Verdict> {
     ) else {
         return vec![Verdict::skip("S2.2", "needs facts warmup_steps and lr_max")];
     };
+    // The declared plan against the run: a warmup longer than the run never reaches lr_max,
+    // whatever the curve's shape (a fit to the observed peak would call it a clean schedule).
+    let run_end = ctx.run.max_step().unwrap_or(0);
+    if let (Some(last), true) = (s.last(), run_end > 0 && run_end < w) {
+        let peak = s
+            .points
+            .iter()
+            .map(|p| p.value)
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, f64::max);
+        let r = peak / m;
+        if r < 1.0 - pass_rel {
+            return vec![Verdict::new("S2.2", Status::Fail, "low")
+                .measured(format!(
+                    "warmup_steps {w} > the run's {run_end} steps: the LR peaked at {} = {:.2}× lr_max",
+                    fmt(peak),
+                    r
+                ))
+                .expected(format!("warmup ending within the run, at lr_max {}", fmt(m)))
+                .message(format!(
+                    "the warmup ({w} steps) is longer than the run ({run_end} steps): the LR never got past {:.0}% of lr_max — set warmup_steps to a few percent of the run (warmup_ratio 0.03–0.1) or train longer",
+                    100.0 * r
+                ))
+                .evidence(series_evidence(s, s.points[0].step, last.step))
+                .value("ratio", r)];
+        }
+    }
     // Logged every k steps, the peak shows at the first point logged after warmup ends (a point
     // before it is still on the ramp): look one logging interval past the end, and judge that
     // point against what the declared schedule says at its own step (decay already begun).

@@ -15,6 +15,8 @@ pub mod lr;
 pub(crate) mod objective;
 #[cfg(test)]
 mod probe_tests;
+#[cfg(test)]
+mod profile_rule_tests;
 pub mod rl;
 pub mod seed_spread;
 #[cfg(test)]
