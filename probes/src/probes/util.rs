@@ -145,14 +145,18 @@ pub fn max_in_window(steps: &[u64], width: u64) -> (usize, Option<u64>) {
     (best, at)
 }
 
-/// Mean of the last (`from_end`) or first `frac` of a series' finite values (≥ 1 point).
-fn part_mean(s: &Series, frac: f64, from_end: bool) -> Option<f64> {
-    let v: Vec<f64> = s
-        .points
+/// A series' finite values, in step order.
+pub fn finite_values(s: &Series) -> Vec<f64> {
+    s.points
         .iter()
         .map(|p| p.value)
         .filter(|x| x.is_finite())
-        .collect();
+        .collect()
+}
+
+/// Mean of the last (`from_end`) or first `frac` of a series' finite values (≥ 1 point).
+fn part_mean(s: &Series, frac: f64, from_end: bool) -> Option<f64> {
+    let v = finite_values(s);
     if v.is_empty() {
         return None;
     }

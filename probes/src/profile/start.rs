@@ -262,8 +262,15 @@ pub(super) fn framework(run: &Run, facts: &Facts) -> Field<String> {
         })
     };
     let field = |v: &str, sure, why: String| Field::new(v.to_string(), sure, why);
-    if let Some(v) = facts.get("framework").filter(|_| by_user(facts, "framework")) {
-        return field(&v.to_ascii_lowercase(), Sure::High, fact_who(facts, "framework"));
+    if let Some(v) = facts
+        .get("framework")
+        .filter(|_| by_user(facts, "framework"))
+    {
+        return field(
+            &v.to_ascii_lowercase(),
+            Sure::High,
+            fact_who(facts, "framework"),
+        );
     }
     if let Some(class) = facts.get("args_class") {
         let trl = class.ends_with("Config") && class != "TrainingConfig";

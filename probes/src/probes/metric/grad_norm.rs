@@ -472,13 +472,7 @@ fn falling_kind_loss(ctx: &ProbeCtx) -> Option<Vec<f64>> {
     {
         return None;
     }
-    let s = ctx.run.metrics().get("loss")?;
-    let v: Vec<f64> = s
-        .points
-        .iter()
-        .map(|p| p.value)
-        .filter(|x| x.is_finite())
-        .collect();
+    let v = finite_values(ctx.run.metrics().get("loss")?);
     (v.len() >= 8).then_some(v)
 }
 

@@ -17,22 +17,46 @@ fn a_grad_norm_above_the_band_while_the_loss_learns_is_not_always_clipping() {
         ("loss", falling(60, 10, 4.2, 1.5)),
         ("grad_norm", (1..=60).map(|i| (i * 10, 9.0)).collect()),
     ]);
-    let v = ask(grad_norm_band, &run, &["max_grad_norm=1.0"], thresholds("grad_norm_band"));
+    let v = ask(
+        grad_norm_band,
+        &run,
+        &["max_grad_norm=1.0"],
+        thresholds("grad_norm_band"),
+    );
     assert_eq!(v.status, Status::Pass, "{v:?}");
     // The same norms while the loss does not improve: always clipping.
     let stuck = run_with(&[
         ("loss", (1..=60).map(|i| (i * 10, 4.2)).collect()),
         ("grad_norm", (1..=60).map(|i| (i * 10, 9.0)).collect()),
     ]);
-    let v = ask(grad_norm_band, &stuck, &["max_grad_norm=1.0"], thresholds("grad_norm_band"));
-    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "high"), "{v:?}");
+    let v = ask(
+        grad_norm_band,
+        &stuck,
+        &["max_grad_norm=1.0"],
+        thresholds("grad_norm_band"),
+    );
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "high"),
+        "{v:?}"
+    );
 }
 
 #[test]
 fn vanishing_gradients_after_convergence_are_a_minimum_not_dead_training() {
     let run = run_with(&[
-        ("loss", (1..=30).map(|i| (i * 10, 0.69 * (-(i as f64) / 3.0).exp())).collect()),
-        ("grad_norm", (1..=30).map(|i| (i * 10, 0.5 / i as f64 / i as f64)).collect()),
+        (
+            "loss",
+            (1..=30)
+                .map(|i| (i * 10, 0.69 * (-(i as f64) / 3.0).exp()))
+                .collect(),
+        ),
+        (
+            "grad_norm",
+            (1..=30)
+                .map(|i| (i * 10, 0.5 / i as f64 / i as f64))
+                .collect(),
+        ),
     ]);
     let v = ask(grad_norm_band, &run, &[], thresholds("grad_norm_band"));
     assert_eq!(v.status, Status::Pass, "{v:?}");
@@ -59,21 +83,36 @@ fn a_window_mean_below_ln_v_says_nothing_of_the_init() {
 #[test]
 fn a_resumed_segment_is_judged_by_rising_only() {
     // Logs from step 10,000, flat-ish late training: not a start-of-run stall.
-    let late: Vec<(u64, f64)> = (0..100).map(|i| (10_010 + i * 10, 2.40 - 0.0001 * i as f64)).collect();
+    let late: Vec<(u64, f64)> = (0..100)
+        .map(|i| (10_010 + i * 10, 2.40 - 0.0001 * i as f64))
+        .collect();
     let run = run_with(&[("loss", late)]);
     let v = ask(loss_trend, &run, &[], thresholds("loss_trend"));
     assert_ne!(v.status, Status::Warn, "{v:?}");
     assert_ne!(v.status, Status::Fail, "{v:?}");
     // A late segment that climbs fails.
-    let climbing: Vec<(u64, f64)> = (0..100).map(|i| (10_010 + i * 10, 2.4 + 0.01 * i as f64)).collect();
-    let v = ask(loss_trend, &run_with(&[("loss", climbing)]), &[], thresholds("loss_trend"));
-    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "rising"), "{v:?}");
+    let climbing: Vec<(u64, f64)> = (0..100)
+        .map(|i| (10_010 + i * 10, 2.4 + 0.01 * i as f64))
+        .collect();
+    let v = ask(
+        loss_trend,
+        &run_with(&[("loss", climbing)]),
+        &[],
+        thresholds("loss_trend"),
+    );
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "rising"),
+        "{v:?}"
+    );
 }
 
 #[test]
 fn a_warmup_longer_than_the_run_never_reaches_lr_max() {
     // 300 steps of a 3,000-step warmup to 1e-3: the LR ends at 1e-4.
-    let lr: Vec<(u64, f64)> = (1..=30).map(|i| (i * 10, 1e-3 * (i * 10) as f64 / 3000.0)).collect();
+    let lr: Vec<(u64, f64)> = (1..=30)
+        .map(|i| (i * 10, 1e-3 * (i * 10) as f64 / 3000.0))
+        .collect();
     let run = run_with(&[("learning_rate", lr)]);
     let v = ask(
         lr_warmup_peak,
@@ -81,7 +120,11 @@ fn a_warmup_longer_than_the_run_never_reaches_lr_max() {
         &["warmup_steps=3000", "lr_max=1e-3"],
         thresholds("lr_warmup_peak"),
     );
-    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "low"), "{v:?}");
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "low"),
+        "{v:?}"
+    );
     assert!(v.message.contains("longer than the run"), "{}", v.message);
 }
 
@@ -93,7 +136,12 @@ fn the_warmup_peak_is_read_one_logging_interval_past_warmup() {
     let v = ask(
         lr_warmup_peak,
         &run,
-        &["warmup_steps=6", "lr_max=1e-3", "schedule=warmup_cosine", "total_steps=60"],
+        &[
+            "warmup_steps=6",
+            "lr_max=1e-3",
+            "schedule=warmup_cosine",
+            "total_steps=60",
+        ],
         thresholds("lr_warmup_peak"),
     );
     assert_eq!(v.status, Status::Pass, "{v:?}");
@@ -102,20 +150,50 @@ fn the_warmup_peak_is_read_one_logging_interval_past_warmup() {
 #[test]
 fn both_log_probs_collapsing_fails_whatever_the_margins_and_names_the_lr() {
     let run = run_with(&[
-        ("rewards/margins", (1..=20).map(|i| (i * 10, 2.0 * i as f64)).collect()),
-        ("rewards/accuracies", (1..=20).map(|i| (i * 10, 1.0)).collect()),
-        ("logps/chosen", (1..=20).map(|i| (i * 10, -4.0 - 15.0 * i as f64)).collect()),
-        ("logps/rejected", (1..=20).map(|i| (i * 10, -4.0 - 30.0 * i as f64)).collect()),
+        (
+            "rewards/margins",
+            (1..=20).map(|i| (i * 10, 2.0 * i as f64)).collect(),
+        ),
+        (
+            "rewards/accuracies",
+            (1..=20).map(|i| (i * 10, 1.0)).collect(),
+        ),
+        (
+            "logps/chosen",
+            (1..=20).map(|i| (i * 10, -4.0 - 15.0 * i as f64)).collect(),
+        ),
+        (
+            "logps/rejected",
+            (1..=20).map(|i| (i * 10, -4.0 - 30.0 * i as f64)).collect(),
+        ),
     ]);
     let v = ask(dpo_health, &run, &["lr_max=0.1"], thresholds("dpo_health"));
-    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "collapse"), "{v:?}");
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "collapse"),
+        "{v:?}"
+    );
     assert!(v.message.contains("learning_rate is 0.1"), "{}", v.message);
     // Hard preference data: a growing margin at 0.66 accuracy is healthy.
     let hard = run_with(&[
-        ("rewards/margins", (1..=20).map(|i| (i * 10, 0.04 * i as f64)).collect()),
-        ("rewards/accuracies", (1..=20).map(|i| (i * 10, 0.66)).collect()),
-        ("logps/chosen", (1..=20).map(|i| (i * 10, -40.0 - 0.05 * i as f64)).collect()),
-        ("logps/rejected", (1..=20).map(|i| (i * 10, -40.0 - 0.2 * i as f64)).collect()),
+        (
+            "rewards/margins",
+            (1..=20).map(|i| (i * 10, 0.04 * i as f64)).collect(),
+        ),
+        (
+            "rewards/accuracies",
+            (1..=20).map(|i| (i * 10, 0.66)).collect(),
+        ),
+        (
+            "logps/chosen",
+            (1..=20)
+                .map(|i| (i * 10, -40.0 - 0.05 * i as f64))
+                .collect(),
+        ),
+        (
+            "logps/rejected",
+            (1..=20).map(|i| (i * 10, -40.0 - 0.2 * i as f64)).collect(),
+        ),
     ]);
     let v = ask(dpo_health, &hard, &[], thresholds("dpo_health"));
     assert_eq!(v.status, Status::Pass, "{v:?}");
