@@ -17,6 +17,9 @@ pub(super) const LOSS_TREND: ProbeSpec = ProbeSpec {
         "min_rel_drop",
         "min_span_steps",
         "min_points",
+        "blowup_factor",
+        "blowup_steps",
+        "blowup_abs",
     ],
     outcomes: &["pass", "rising", "slow", "skip"],
     run: loss_trend,
@@ -37,6 +40,13 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
         Ok(s) => s,
         Err(v) => return v,
     };
+    // A loss that multiplies within a few steps is a divergence, whatever the curve does after
+    // (an EMA smooths it away once the loss parks somewhere lower).
+    if ctx.profile.phase.value.is_cross_entropy() {
+        if let Some(v) = blowup(ctx, s) {
+            return vec![v];
+        }
+    }
     let e = ema(&s.points, span);
     let Some(&(last_step, last_v)) = e.last() else {
         return vec![Verdict::skip("S4.1", "no finite loss values")];
@@ -285,4 +295,56 @@ pub fn loss_degenerate(ctx: &ProbeCtx) -> Vec<Verdict> {
         .expected("no exactly-zero or NaN loss")
         .message("the loss is neither masked away nor non-finite")
         .evidence(series_evidence(s, a, b))]
+}
+
+/// The first point where the loss multiplies (× `blowup_factor`, by at least `blowup_abs`)
+/// over the lowest loss logged in the `blowup_steps` steps before it, as a failure.
+fn blowup(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict> {
+    let (factor, within, abs) = (
+        ctx.params.f64("blowup_factor").ok()?,
+        ctx.params.f64("blowup_steps").ok()? as u64,
+        ctx.params.f64("blowup_abs").ok()?,
+    );
+    let pts: Vec<&crate::metrics::Point> =
+        s.points.iter().filter(|p| p.value.is_finite()).collect();
+    for (i, p) in pts.iter().enumerate() {
+        let Some(low) = pts[..i]
+            .iter()
+            .rev()
+            .take_while(|q| p.step - q.step <= within)
+            .min_by(|a, b| a.value.total_cmp(&b.value))
+        else {
+            continue;
+        };
+        if low.value > 0.0 && p.value >= factor * low.value && p.value - low.value >= abs {
+            let lr = match ctx.facts.f64("lr_max") {
+                Some(lr) => format!(" (lr_max is {} here)", fmt(lr)),
+                None => String::new(),
+            };
+            let last = pts.last().map(|q| q.value).unwrap_or(p.value);
+            return Some(
+                Verdict::new("S4.1", Status::Fail, "rising")
+                    .measured(format!(
+                        "loss {} at step {} → {} at step {} (×{:.1} in {} steps); {} at the end",
+                        fmt(low.value),
+                        low.step,
+                        fmt(p.value),
+                        p.step,
+                        p.value / low.value,
+                        p.step - low.step,
+                        fmt(last)
+                    ))
+                    .expected(format!("no ×{factor} jump within {within} steps"))
+                    .message(format!(
+                        "the loss diverged at step {}: it multiplied ×{:.1} within {} steps — an event, whatever comes after (a loss that recovers to a plateau has usually lost what it learned). Lower the LR{lr} or lengthen the warmup, then check the grad-norm spikes (S3.2)",
+                        p.step,
+                        p.value / low.value,
+                        p.step - low.step
+                    ))
+                    .evidence(series_evidence(s, low.step, p.step))
+                    .value("blowup", p.value / low.value),
+            );
+        }
+    }
+    None
 }

@@ -198,3 +198,34 @@ fn both_log_probs_collapsing_fails_whatever_the_margins_and_names_the_lr() {
     let v = ask(dpo_health, &hard, &[], thresholds("dpo_health"));
     assert_eq!(v.status, Status::Pass, "{v:?}");
 }
+
+#[test]
+fn a_divergence_that_recovers_is_still_a_divergence() {
+    // nanoGPT at LR 1.0: 3.8 → 17.6 → 68.7 in two steps, then parked at 3.1 for the run.
+    let mut v: Vec<(u64, f64)> = vec![(0, 4.2), (1, 3.82), (2, 17.6), (3, 68.7)];
+    v.extend((4..300).map(|i| (i, 3.1 + 0.5 * (-(i as f64) / 20.0).exp())));
+    let run = run_with(&[("loss", v)]);
+    let out = ask(loss_trend, &run, &["lr_max=1.0"], thresholds("loss_trend"));
+    assert_eq!(
+        (out.status, out.outcome.as_str()),
+        (Status::Fail, "rising"),
+        "{out:?}"
+    );
+    assert!(out.message.contains("lr_max is 1 here"), "{}", out.message);
+    // A healthy curve with ordinary noise is no event.
+    let calm: Vec<(u64, f64)> = (0..300)
+        .map(|i| {
+            (
+                i,
+                1.5 + 2.7 * (-(i as f64) / 40.0).exp() + 0.05 * ((i % 7) as f64 - 3.0),
+            )
+        })
+        .collect();
+    let out = ask(
+        loss_trend,
+        &run_with(&[("loss", calm)]),
+        &[],
+        thresholds("loss_trend"),
+    );
+    assert_eq!(out.status, Status::Pass, "{out:?}");
+}
