@@ -482,6 +482,22 @@ mod tests {
     }
 
     #[test]
+    fn a_log_appended_after_a_resume_marks_where_it_restarted() {
+        // Logged to 450, resumed from the checkpoint at 400: 410, 420 … written again.
+        let steps = [10u64, 20, 400, 410, 420, 430, 440, 450, 410, 420, 430, 460];
+        let s = Series::from_points(
+            "loss",
+            Path::new("x"),
+            steps.iter().map(|&st| p(st, 1.0)).collect(),
+        );
+        assert_eq!(s.restart, Some(410));
+        assert_eq!(s.last().map(|p| p.step), Some(460));
+        // An ordered log marks nothing.
+        let s = Series::from_points("loss", Path::new("x"), vec![p(1, 1.0), p(2, 1.0)]);
+        assert_eq!(s.restart, None);
+    }
+
+    #[test]
     fn series_sorts_and_keeps_the_last_write_of_a_step() {
         let s = Series::from_points(
             "loss",
