@@ -451,6 +451,43 @@ fn bn_running_stats_drift_under_frozen_weights() {
 }
 
 #[test]
+fn batchnorm_stats_still_at_their_init_after_training_mean_eval_mode_training() {
+    // Trained 300 steps with model.eval(): BN weight/bias moved, running stats never did.
+    let d = tempfile::tempdir().unwrap();
+    let w: Vec<f32> = (0..8).map(|i| 1.0 + 0.01 * i as f32).collect();
+    ckpt(
+        d.path(),
+        300,
+        &[
+            t("conv.weight", &[8, 8], randn(64, 0.1, 3)),
+            t("bn.weight", &[8], w.clone()),
+            t("bn.bias", &[8], vec![0.02; 8]),
+            t("bn.running_mean", &[8], vec![0.0; 8]),
+            t("bn.running_var", &[8], vec![1.0; 8]),
+        ],
+    );
+    let v = one("bn_drift", d.path(), &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("O5", Status::Fail, "eval_mode"),
+        "{v:#?}"
+    );
+    // The same stats in train mode moved: not this finding.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(
+        d.path(),
+        300,
+        &[
+            t("bn.weight", &[8], w),
+            t("bn.bias", &[8], vec![0.02; 8]),
+            t("bn.running_mean", &[8], vec![0.1; 8]),
+            t("bn.running_var", &[8], vec![0.9; 8]),
+        ],
+    );
+    assert_ne!(one("bn_drift", d.path(), &[]).outcome, "eval_mode");
+}
+
+#[test]
 fn lora_b_zero_after_training_and_missing_adapters() {
     let d = tempfile::tempdir().unwrap();
     let cfg = r#"{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "target_modules": ["q_proj"], "task_type": "CAUSAL_LM"}"#;

@@ -35,6 +35,9 @@ fn same_step_pair(run: &crate::run::Run) -> Option<(Model, Model)> {
 
 pub fn bn_drift(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "O18";
+    if let Some(v) = trained_in_eval_mode(ctx) {
+        return vec![v];
+    }
     if let Some((a, b)) = same_step_pair(ctx.run) {
         let v = judge(ctx, a, b);
         if v.first().is_some_and(|v| v.status == Status::Fail) {
@@ -168,4 +171,65 @@ fn judge(ctx: &ProbeCtx, a: Model, b: Model) -> Vec<Verdict> {
         drift[0].split(' ').next().unwrap_or("")
     )));
     vec![v.value("drifting", drift.len() as f64)]
+}
+
+/// Evidence of absence: after training, every BatchNorm's running statistics still hold their
+/// initial values (mean exactly 0, var exactly 1, no batch counted) while the BN affine
+/// parameters moved off their own init (1, 0): the forward passes never ran in train mode.
+fn trained_in_eval_mode(ctx: &ProbeCtx) -> Option<Verdict> {
+    let cks = weight_ckpts(ctx.run);
+    let c = cks.last()?;
+    if c.is_init || (c.step == 0 && !c.step_unknown) {
+        return None;
+    }
+    let m = Model::open(c).ok()?;
+    let mut modules: Vec<String> = m
+        .infos()
+        .filter(|(n, _)| last_component(n) == "running_mean")
+        .map(|(n, _)| module_of(n).to_string())
+        .collect();
+    modules.dedup();
+    if modules.is_empty() {
+        return None;
+    }
+    let exact = |name: &str, v: f64| {
+        m.stats(name, ctx.compute)
+            .ok()
+            .is_some_and(|s| s.count > 0 && s.min == v && s.max == v)
+    };
+    let mut affine_moved = Vec::new();
+    for md in &modules {
+        let at_init = exact(&format!("{md}.running_mean"), 0.0)
+            && exact(&format!("{md}.running_var"), 1.0)
+            && m.find(&format!("{md}.num_batches_tracked"))
+                .is_none_or(|n| exact(n, 0.0));
+        if !at_init {
+            return None;
+        }
+        let w_moved =
+            m.find(&format!("{md}.weight")).is_some() && !exact(&format!("{md}.weight"), 1.0);
+        let b_moved = m.find(&format!("{md}.bias")).is_some() && !exact(&format!("{md}.bias"), 0.0);
+        if w_moved || b_moved {
+            affine_moved.push(md.clone());
+        }
+    }
+    if affine_moved.is_empty() {
+        return None;
+    }
+    Some(
+        Verdict::new("O5", Status::Fail, "eval_mode")
+            .measured(format!(
+                "all {} BatchNorm layers still hold running_mean = 0, running_var = 1 and no counted batch at {}, while {} of them moved their weight/bias",
+                modules.len(),
+                m.at(),
+                affine_moved.len()
+            ))
+            .expected("running statistics updated by training forward passes")
+            .message(format!(
+                "the model trained in eval mode: BatchNorm never updated its running statistics ({}), so at evaluation it normalises with mean 0 / var 1 instead of the data's — call model.train() before the training loop and again after every evaluation",
+                list_some(&affine_moved, 4)
+            ))
+            .evidence(m.ev().tensor(format!("{}.running_mean", modules[0])))
+            .value("bn_layers", modules.len() as f64),
+    )
 }
