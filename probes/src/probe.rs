@@ -47,11 +47,6 @@ pub fn lossy_opt_path<S: serde::Serializer>(p: &Option<PathBuf>, s: S) -> Result
     }
 }
 
-/// A path as JSON text, written lossily (U+FFFD) where it is not UTF-8.
-pub fn lossy_path_ser<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&p.to_string_lossy())
-}
-
 /// Where a measurement came from.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Evidence {

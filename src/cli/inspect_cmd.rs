@@ -223,11 +223,7 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
         return Ok(0);
     }
     let mut s = format!("{} {}\n", st.bold("run"), path.display());
-    s.push_str(&format!("{} {}\n", st.bold("profile"), profile.summary()));
-    let why = profile.evidence();
-    if !why.is_empty() {
-        s.push_str(&st.dim(&format!("  from {why}\n")));
-    }
+    s.push_str(&super::run_cmds::profile_lines(&profile, st, false));
     if run.artifacts.is_empty() {
         s.push_str("  no artifacts found (logs, checkpoints, batches or configs)\n");
     }

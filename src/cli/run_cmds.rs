@@ -113,15 +113,29 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
     s
 }
 
+/// The run profile's summary line and, dimmed, what said so (with how to correct it when
+/// `hint`): the first lines of `check` and `inspect RUN`.
+pub(crate) fn profile_lines(
+    p: &mltriage_probes::profile::Profile,
+    st: &Style,
+    hint: bool,
+) -> String {
+    let mut s = format!("{} {}\n", st.bold("profile"), p.summary());
+    let why = p.evidence();
+    if !why.is_empty() {
+        let hint = if hint {
+            " (wrong? --fact phase=… / init=… / resumed_at=…)"
+        } else {
+            ""
+        };
+        s.push_str(&st.dim(&format!("  from {why}{hint}\n")));
+    }
+    s
+}
+
 pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     let mut s = format!("{} {}\n", st.bold("run"), r.run);
-    s.push_str(&format!("{} {}\n", st.bold("profile"), r.profile.summary()));
-    let why = r.profile.evidence();
-    if !why.is_empty() {
-        s.push_str(&st.dim(&format!(
-            "  from {why} (wrong? --fact phase=… / init=… / resumed_at=…)\n"
-        )));
-    }
+    s.push_str(&profile_lines(&r.profile, st, true));
     s.push_str(&format!(
         "{} {} ({}){}\n",
         st.bold("device"),

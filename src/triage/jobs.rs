@@ -229,6 +229,7 @@ fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
         .collect();
     let mut problems = run.problems();
     problems.dedup();
+    let facts = check::effective_facts(run, facts);
     RunSummary {
         root: run.root.display().to_string(),
         artifacts: run.artifacts.len(),
@@ -236,11 +237,8 @@ fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
         max_step: run.max_step(),
         metric_names: names,
         series,
-        profile: {
-            let f = check::effective_facts(run, facts);
-            mltriage_probes::profile::Profile::of(run, &f).summary()
-        },
-        facts: check::effective_facts(run, facts),
+        profile: mltriage_probes::profile::Profile::of(run, &facts).summary(),
+        facts,
         problems,
         device: device.to_string(),
     }

@@ -153,7 +153,7 @@ pub struct Restart {
     /// The series' canonical name.
     pub name: String,
     /// The later segment's file (or folder).
-    #[serde(serialize_with = "crate::probe::lossy_path_ser")]
+    #[serde(serialize_with = "crate::run::lossy_path")]
     pub source: PathBuf,
 }
 

@@ -90,8 +90,7 @@ pub(crate) fn interval(s: &Series) -> Option<u64> {
     Some(gaps[gaps.len() / 2])
 }
 
-/// Whether the series is indexed by epoch (its steps are small consecutive integers and the
-/// source names an epoch column).
+/// Whether the series is an epoch-level one by its tag (`epoch_loss`, `train/epoch_loss`).
 fn index_is_epoch(s: &Series) -> bool {
     let t = s.tag.to_ascii_lowercase();
     t.starts_with("epoch_") || t.contains("/epoch_")

@@ -31,9 +31,7 @@ pub(super) fn checkpoints(run: &Run) -> Checkpoints {
         .filter(|c| !c.step_unknown)
         .map(|c| c.step)
         .collect();
-    let init = cks
-        .iter()
-        .any(|c| c.is_init || (c.step == 0 && !c.step_unknown));
+    let init = cks.iter().any(|c| c.before_training());
     // One checkpoint whose name states no step (nanoGPT's ckpt.pt, a `last.pt`) while the run
     // logged more than one step: it was rewritten at each save.
     let overwritten = cks.len() == 1
@@ -92,13 +90,8 @@ pub(super) fn resumed(
     let resume_cfg = facts
         .get("init_from")
         .is_some_and(|v| v.eq_ignore_ascii_case("resume"));
-    let late_first = logging
-        .first_step
-        .filter(|f| *f > 2 * logging.interval.unwrap_or(1).max(1) + 1 && *f > 20);
-    if resume_cfg && run.metrics().restarts.is_empty() {
-        if let Some(f) = late_first {
-            return Field::new(Some(f), Sure::High, fact_who(facts, "init_from"));
-        }
+    if resume_cfg && run.metrics().restarts.is_empty() && !logging.starts_early() {
+        return Field::new(logging.first_step, Sure::High, fact_who(facts, "init_from"));
     }
     // A restart in a training series first (a summary series says less), then any.
     let rs = &run.metrics().restarts;
@@ -246,7 +239,7 @@ pub(super) fn init(run: &Run, facts: &Facts, phase: Phase, logging: &Logging) ->
             }
         }
     }
-    if by_user(facts, "from_scratch") || facts.bool("from_scratch") == Some(true) {
+    if facts.bool("from_scratch") == Some(true) {
         return Field::new(Init::Scratch, Sure::Medium, fact_who(facts, "from_scratch"));
     }
     Field::unknown(Init::Unknown)

@@ -144,7 +144,11 @@ impl std::fmt::Display for ArtifactKind {
     }
 }
 
-fn lossy_path<S: serde::Serializer>(p: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+/// A path as JSON text, written lossily (U+FFFD) where it is not UTF-8.
+pub(crate) fn lossy_path<S: serde::Serializer>(
+    p: &Path,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(&p.to_string_lossy())
 }
 
@@ -199,6 +203,14 @@ pub struct CheckpointDir {
     /// other checkpoint): `step` is a placeholder 0 that says nothing — in particular not that
     /// these are the initial weights.
     pub step_unknown: bool,
+}
+
+impl CheckpointDir {
+    /// The weights from before the first update: step 0, or named as the initial weights —
+    /// never a lone model folder whose step is unknown.
+    pub fn before_training(&self) -> bool {
+        self.is_init || (self.step == 0 && !self.step_unknown)
+    }
 }
 
 fn lossy_paths<S: serde::Serializer>(p: &[PathBuf], s: S) -> std::result::Result<S::Ok, S::Error> {

@@ -179,7 +179,7 @@ fn judge(ctx: &ProbeCtx, a: Model, b: Model) -> Vec<Verdict> {
 fn trained_in_eval_mode(ctx: &ProbeCtx) -> Option<Verdict> {
     let cks = weight_ckpts(ctx.run);
     let c = cks.last()?;
-    if c.is_init || (c.step == 0 && !c.step_unknown) {
+    if is_init_ckpt(c) {
         return None;
     }
     let m = Model::open(c).ok()?;

@@ -520,7 +520,7 @@ pub(crate) fn step_ev(a: &Model, b: &Model) -> Evidence {
 /// The run's initial weights: `checkpoint-0`, an explicit step 0, or named as the init — never a
 /// lone model folder whose step is unknown.
 pub(crate) fn is_init_ckpt(c: &CheckpointDir) -> bool {
-    c.is_init || (c.step == 0 && !c.step_unknown)
+    c.before_training()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -95,7 +95,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     // held only to the failure bound (fail_factor × high), not to the warning band.
     let init_steps: Vec<u64> = cks
         .iter()
-        .filter(|c| c.is_init || (c.step == 0 && !c.step_unknown))
+        .filter(|c| is_init_ckpt(c))
         .map(|c| c.step)
         .collect();
     let from_init = |p: &Pair| init_steps.contains(&p.a);

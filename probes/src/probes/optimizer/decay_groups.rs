@@ -55,13 +55,13 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
             .into_iter()
             .flatten()
             .filter(|x| x.is_finite() && *x > 0.0)
-            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+            .reduce(f64::max);
         let steps = g
             .params
             .iter()
             .filter_map(|id| opt.state.get(id).and_then(|s| s.step))
             .chain(run_steps.map(|s| s as f64))
-            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+            .reduce(f64::max);
         let before = decayed_1d.len();
         let mut n1 = 0;
         let mut n2 = 0;
