@@ -282,6 +282,64 @@ fn coverage_lists_every_entry_with_its_probes_or_the_reason() {
 }
 
 #[test]
+fn a_frameworks_metric_names_are_added_by_a_yaml_file_alone() {
+    // A run logged by a trainer mltriage has never seen: `mytrainer/objective` means nothing
+    // until the user's playbook says it is the training loss.
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let mut csv = String::from("step,mytrainer/objective\n");
+    for i in 0..40 {
+        csv.push_str(&format!("{i},{}\n", 3.0 - 0.05 * i as f64));
+    }
+    std::fs::write(run.join("out.csv"), csv).unwrap();
+    let pb = d.path().join("pb");
+    std::fs::create_dir_all(&pb).unwrap();
+    let names = |out: std::process::Output| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let plain = mlt()
+        .args(["inspect", "--json"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_eq!(names(plain), vec!["mytrainer/objective"]);
+    std::fs::write(
+        pb.join("metrics.yaml"),
+        "metrics:\n  - canonical: loss\n    names: [\"mytrainer/objective\"]\n",
+    )
+    .unwrap();
+    let mapped = mlt()
+        .arg("--playbook")
+        .arg(&pb)
+        .args(["inspect", "--json"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_eq!(names(mapped), vec!["loss"]);
+    // A broken vocabulary is a one-line error naming the file, exit 2.
+    std::fs::write(
+        pb.join("metrics.yaml"),
+        "metrics:\n  - canonical: x/{part}\n    names: [\"{part}\"]\n",
+    )
+    .unwrap();
+    mlt()
+        .arg("--playbook")
+        .arg(&pb)
+        .args(["inspect"])
+        .arg(&run)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("metrics.yaml"));
+}
+
+#[test]
 fn readme_coverage_table_is_the_generated_one() {
     let out = mlt()
         .args(["probes", "--coverage", "--markdown"])

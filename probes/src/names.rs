@@ -1,5 +1,6 @@
-//! What a file or folder name states: the training step (`checkpoint-N`, `global_stepN`, …),
-//! an explicit distributed rank, whether it is the initial (untrained) weights.
+//! What a file or folder name states: the training step (`checkpoint-N`, `global_stepN`,
+//! `rl_model_N_steps`, …), the epoch (`epoch_6.pth`, `epoch10.pt`), an explicit distributed
+//! rank, whether it is the initial (untrained) weights, the best-metric copy or the last one.
 
 use std::path::Path;
 
@@ -29,6 +30,10 @@ fn number_at(n: &str, at: usize, seps: &[u8]) -> Option<u64> {
 /// `step_N` / `step-N` / `stepN`, `epoch=E-step=S`, `iter_N` / `iteration_N`.
 pub fn step_from_name(name: &str) -> Option<u64> {
     let n = name.to_lowercase();
+    // `rl_model_10000_steps.zip`, `model_500-steps.pt`: a number followed by `steps`.
+    if let Some(v) = number_before(&n, "steps") {
+        return Some(v);
+    }
     for word in ["checkpoint", "ckpt", "step", "iteration", "iter"] {
         if let Some(v) = token_ends(&n, word).find_map(|at| number_at(&n, at, b"-_=")) {
             return Some(v);
@@ -49,6 +54,53 @@ pub fn step_from_name(name: &str) -> Option<u64> {
         }
     }
     None
+}
+
+/// The digits right before `_word` / `-word` (`10000_steps` → 10000).
+fn number_before(n: &str, word: &str) -> Option<u64> {
+    n.match_indices(word).find_map(|(i, _)| {
+        let head = n.get(..i)?;
+        let head = head.strip_suffix(['_', '-'])?;
+        let digits = head.len() - head.bytes().rev().take_while(u8::is_ascii_digit).count();
+        let d = head.get(digits..)?;
+        let ok_before = head
+            .get(..digits)?
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_ascii_alphanumeric());
+        (!d.is_empty() && ok_before)
+            .then(|| d.parse().ok())
+            .flatten()
+    })
+}
+
+/// The epoch a file or folder name states: `epoch_6.pth`, `epoch10.pt`, `epoch-3`, `epoch=2`
+/// (also inside `epoch=2-step=300.ckpt`, whose step [`step_from_name`] reads).
+pub fn epoch_from_name(name: &str) -> Option<u64> {
+    let n = name.to_lowercase();
+    let found = token_ends(&n, "epoch").find_map(|at| number_at(&n, at, b"-_="));
+    found
+}
+
+/// A copy kept because it scored best (`best.pt`, `model_best.pth.tar`, `best_model.zip`,
+/// `checkpoint_best.pt`), by its file name.
+pub fn is_best_name(p: &Path) -> bool {
+    let n = p
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let stem = n.split('.').next().unwrap_or("");
+    stem.split(['_', '-']).any(|t| t == "best")
+}
+
+/// The newest copy, overwritten as training goes (`last.pt`, `last.pth.tar`, `last.ckpt`).
+pub fn is_last_name(p: &Path) -> bool {
+    let n = p
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let stem = n.split('.').next().unwrap_or("");
+    stem.split(['_', '-']).any(|t| t == "last" || t == "latest")
 }
 
 /// The distributed rank a file or folder name states explicitly: `rank0`, `rank_1`,
@@ -92,11 +144,44 @@ mod tests {
             ("last.ckpt", None),
             ("steps_per_epoch", None),
             ("checkpoint-", None),
+            ("rl_model_10000_steps.zip", Some(10000)),
+            ("rl_model_vecnormalize_64_steps.pkl", Some(64)),
+            ("checkpoint-7.pth.tar", Some(7)),
+            ("epoch_6.pth", None),
+            ("epoch10.pt", None),
+            ("last.pt", None),
+            ("best.pt", None),
             ("checkpoint-99999999999999999999999", None),
             ("runs", None),
             ("events.out.tfevents.1795316046.vm.16510.0", None),
         ] {
             assert_eq!(step_from_name(n), s, "{n}");
+        }
+    }
+
+    #[test]
+    fn epochs_best_and_last_from_names() {
+        for (n, e) in [
+            ("epoch_6.pth", Some(6)),
+            ("epoch10.pt", Some(10)),
+            ("epoch-3", Some(3)),
+            ("epoch=2-step=300.ckpt", Some(2)),
+            ("epochs", None),
+            ("last.pt", None),
+            ("preepoch_4.pt", None),
+        ] {
+            assert_eq!(epoch_from_name(n), e, "{n}");
+        }
+        for (n, b, l) in [
+            ("best.pt", true, false),
+            ("model_best.pth.tar", true, false),
+            ("last.pth.tar", false, true),
+            ("last.pt", false, true),
+            ("bestiary.pt", false, false),
+            ("epoch10.pt", false, false),
+        ] {
+            assert_eq!(is_best_name(Path::new(n)), b, "{n}");
+            assert_eq!(is_last_name(Path::new(n)), l, "{n}");
         }
     }
 

@@ -56,17 +56,22 @@ def markov(n_seq, seq_len, vocab=VOCAB, seed=0):
     return x
 
 
-def record(name, made_by, bug, accept, facts=None):
+def record(name, made_by, bug, accept, facts=None, profile=None):
     """Add or replace one run in answers.json (same shape as the shared fixtures' file,
-    plus made_by and bug)."""
+    plus made_by, bug and profile {framework, resumed_at, init_checkpoint}). Without a
+    profile, the one already recorded for the run is kept."""
     path = OUT / "answers.json"
     data = json.loads(path.read_text()) if path.exists() else {}
+    if profile is None:
+        profile = data.get(name, {}).get("profile")
     data[name] = {
         "accept": list(accept),
         "facts": {k: str(v) for k, v in (facts or {}).items()},
         "made_by": made_by,
         "bug": bug,
     }
+    if profile is not None:
+        data[name]["profile"] = profile
     path.write_text(json.dumps(dict(sorted(data.items())), indent=2) + "\n")
 
 

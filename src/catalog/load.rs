@@ -44,6 +44,9 @@ struct PlaybookFile {
     cues: std::collections::BTreeMap<Domain, Vec<String>>,
     #[serde(default)]
     outside: Vec<super::model::OutsideTopic>,
+    /// The metric vocabulary (`metrics.yaml`): what logged names mean.
+    #[serde(default)]
+    metrics: Vec<mltriage_probes::metrics::vocab::MetricRule>,
 }
 
 /// Everything read from a set of files, in file order.
@@ -54,6 +57,8 @@ pub struct RawPlaybook {
     pub trees: Vec<TreeDef>,
     /// Synonym groups and domain cues for search.
     pub vocab: Vocabulary,
+    /// Metric-name rules (`metrics.yaml`), in file order.
+    pub metric_rules: Vec<mltriage_probes::metrics::vocab::MetricRule>,
     /// Files read (display names).
     pub files: Vec<PathBuf>,
 }
@@ -124,6 +129,15 @@ pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(),
         cues: parsed.cues,
         outside: parsed.outside,
     });
+    if !parsed.metrics.is_empty() {
+        let rules = mltriage_probes::metrics::vocab::Vocabulary {
+            rules: parsed.metrics,
+        };
+        rules
+            .validate()
+            .map_err(|msg| LoadError::new(name, 1, msg))?;
+        into.metric_rules.extend(rules.rules);
+    }
     into.files.push(name.to_path_buf());
     Ok(())
 }
@@ -160,6 +174,7 @@ pub fn embedded() -> Result<RawPlaybook, LoadError> {
     raw.probes.extend(second.probes);
     raw.trees.extend(second.trees);
     raw.vocab.extend(second.vocab);
+    raw.metric_rules.extend(second.metric_rules);
     raw.files.extend(second.files);
     Ok(raw)
 }

@@ -247,12 +247,12 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
                 }
             }
             let step = if c.step_unknown {
-                "?".to_string()
+                "step ?".to_string()
             } else {
-                c.step.to_string()
+                c.index_label()
             };
             s.push_str(&format!(
-                "  step {:<8} {}{}\n",
+                "  {:<13} {}{}\n",
                 step,
                 parts.join(", "),
                 if c.is_init {

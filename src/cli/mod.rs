@@ -218,6 +218,21 @@ pub fn load_catalog(cli: &Cli) -> anyhow::Result<Catalog> {
     Catalog::load(cli.playbook.as_deref()).map_err(|e| UsageError(e.to_string()).into())
 }
 
+/// A user playbook's `metrics.yaml` (what its frameworks' logged names mean), read before any
+/// run is: every reader consults it before the shipped vocabulary.
+fn install_metric_names(dir: &std::path::Path) -> anyhow::Result<()> {
+    let path = dir.join("metrics.yaml");
+    if !path.is_file() {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    let v = mltriage_probes::metrics::vocab::Vocabulary::from_yaml(&text)
+        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    mltriage_probes::metrics::vocab::install_user_rules(v.rules);
+    Ok(())
+}
+
 /// Run the parsed command line. Errors are printed by `main` as one line, exit 2.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let style = Style::detect(cli.color);
@@ -235,6 +250,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             "{which} before a subcommand applies to the interactive UI only; put it after the subcommand (e.g. `mltriage check RUN {which} …`)"
         ))
         .into());
+    }
+    if let Some(dir) = &cli.playbook {
+        install_metric_names(dir)?;
     }
     match &cli.command {
         Some(Command::Lint { dir }) => catalog_cmds::lint(dir.as_deref()),

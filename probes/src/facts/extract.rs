@@ -126,8 +126,42 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
         hparams_facts(&a.path, &mut f);
     }
     logged_config_facts(run, &mut f);
+    sb3_facts(run, &mut f);
     model_card_facts(run, &mut f);
     f
+}
+
+/// Hyper-parameters a Stable-Baselines3 model archive's `data` states (newest archive first):
+/// a constant `learning_rate` as `lr_max`, `n_steps`, `batch_size`, `n_epochs`, `clip_range`,
+/// `ent_coef`, `gamma` (as `discount_gamma`), `gae_lambda`, `max_grad_norm`,
+/// `normalize_advantage` … (see [`crate::tensors::sb3::HYPERPARAMETERS`]).
+fn sb3_facts(run: &Run, f: &mut Facts) {
+    use crate::tensors::sb3;
+    let newest = run
+        .checkpoints
+        .iter()
+        .rev()
+        .flat_map(|c| c.weights.iter())
+        .chain(
+            run.of_kind(ArtifactKind::Sb3Model)
+                .into_iter()
+                .map(|a| &a.path),
+        )
+        .find(|w| {
+            run.artifacts
+                .iter()
+                .any(|a| &a.path == *w && a.kind == ArtifactKind::Sb3Model)
+        });
+    let Some(a) = newest.and_then(|p| sb3::read(p).ok()) else {
+        return;
+    };
+    let file = a.path.display().to_string();
+    for (name, key) in sb3::HYPERPARAMETERS {
+        match a.hyperparameters.get(*name) {
+            Some(v) if v != "schedule" => f.set_artifact_if_absent(key, v, &file),
+            _ => {}
+        }
+    }
 }
 
 /// The base model a model card (README.md written by HF Trainer / TRL) says the run was
@@ -167,12 +201,28 @@ fn logged_config_facts(run: &Run, f: &mut Facts) {
         .iter()
         .rev()
         .find_map(|c| c.weights.first())
-        .filter(|w| w.extension().is_some_and(|e| e == "pt" || e == "ckpt"))
+        .filter(|w| {
+            run.artifacts
+                .iter()
+                .any(|a| &a.path == *w && a.kind == ArtifactKind::TorchFile)
+                && w.extension().is_none_or(|e| e != "bin")
+        })
     {
         if let Ok(z) = TorchZip::open(w) {
             let mut pairs = Vec::new();
-            for key in ["model_args", "config", "hyper_parameters", "args"] {
-                if let Some(d) = lookup(z.root(), key).and_then(Value::as_dict) {
+            // `train_args`: Ultralytics; `args`: timm (an argparse Namespace: its attributes).
+            for key in [
+                "model_args",
+                "config",
+                "hyper_parameters",
+                "args",
+                "train_args",
+            ] {
+                let v = lookup(z.root(), key).map(|v| match v {
+                    Value::Object { state: Some(s), .. } => s.as_ref(),
+                    other => other,
+                });
+                if let Some(d) = v.and_then(Value::as_dict) {
                     for (k, v) in d {
                         if let (Some(k), Some(v)) = (k.key_string(), plain(v)) {
                             pairs.push((k, v));
@@ -225,7 +275,18 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
     for (k, v) in pairs {
         let numeric = v.parse::<f64>().is_ok_and(f64::is_finite);
         let key = match k.as_str() {
-            "lr" | "learning_rate" if numeric => "lr_max",
+            // Ultralytics names its initial LR `lr0`.
+            "lr" | "learning_rate" | "lr0" if numeric => "lr_max",
+            "epochs" | "max_epochs" | "num_train_epochs" if numeric && !v.starts_with('-') => {
+                "epochs"
+            }
+            "precision" => {
+                if let Some(p) = precision_of(v) {
+                    f.set_artifact_if_absent("precision", p, file);
+                }
+                continue;
+            }
+            "accumulate_grad_batches" if numeric => "accum_steps",
             "warmup_steps" | "warmup_iters" | "num_warmup_steps" if numeric => "warmup_steps",
             "max_steps" | "max_iters" | "total_steps" | "num_training_steps"
                 if numeric && !v.starts_with('-') =>
@@ -240,7 +301,7 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
             }
             // nanoGPT: 'scratch', 'resume' or a pretrained model's name.
             "init_from" if !numeric => "init_from",
-            "dtype" | "precision" | "mixed_precision" | "amp_dtype" => {
+            "dtype" | "mixed_precision" | "amp_dtype" => {
                 if let Some(p) = precision_of(v) {
                     f.set_artifact_if_absent("precision", p, file);
                 }
@@ -432,36 +493,18 @@ fn hparams_facts(path: &Path, f: &mut Facts) {
     let Ok(text) = text else {
         return;
     };
-    let file = path.display().to_string();
-    for line in text
+    // A run config's top-level `key: value` lines (Lightning `hparams.yaml`, Ultralytics and
+    // timm `args.yaml`): the same keys as any logged config.
+    let pairs: Vec<(String, String)> = text
         .lines()
         .filter(|l| !l.starts_with([' ', '\t', '-', '#']))
-    {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let v = v.trim().trim_matches(['"', '\'']);
-        if k.trim() == "precision" {
-            if let Some(p) = precision_of(v) {
-                f.set_artifact_if_absent("precision", p, &file);
-            }
-            continue;
-        }
-        if v.is_empty() || v.parse::<f64>().is_err() {
-            continue;
-        }
-        let key = match k.trim() {
-            "lr" | "learning_rate" => "lr_max",
-            "warmup_steps" => "warmup_steps",
-            "max_steps" if !v.starts_with('-') => "total_steps",
-            "accumulate_grad_batches" | "gradient_accumulation_steps" => "accum_steps",
-            "vocab_size" => "vocab_size",
-            "num_classes" | "num_labels" => "num_classes",
-            "gradient_clip_val" | "max_grad_norm" => "max_grad_norm",
-            _ => continue,
-        };
-        f.set_artifact_if_absent(key, v, &file);
-    }
+        .filter_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            let v = v.trim().trim_matches(['"', '\'']);
+            (!v.is_empty()).then(|| (k.trim().to_string(), v.to_string()))
+        })
+        .collect();
+    config_pairs_facts(&pairs, &path.display().to_string(), f);
 }
 
 #[cfg(test)]

@@ -59,6 +59,7 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ),
     ("context", "sequence length the run trains or infers at"),
     ("total_steps", "planned optimizer steps of the run"),
+    ("epochs", "planned epochs of the run"),
     (
         "milestones",
         "step schedule: comma-separated steps where the LR decays",

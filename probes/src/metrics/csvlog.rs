@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{Point, Series};
+use super::{Point, Series, Unit};
 use crate::error::{ReadError, Result};
 use crate::pyjson::f64_step;
 
@@ -22,6 +22,9 @@ const STEP_COLUMNS: &[&str] = &[
     "steps",
 ];
 
+/// Column names taken as the x axis, counted in epochs, when no step column exists.
+const EPOCH_COLUMNS: &[&str] = &["epoch", "epochs", "train/epoch"];
+
 /// Column names taken as wall time rather than as a metric.
 const TIME_COLUMNS: &[&str] = &["wall_time", "_timestamp", "timestamp"];
 
@@ -29,8 +32,25 @@ const TIME_COLUMNS: &[&str] = &["wall_time", "_timestamp", "timestamp"];
 #[derive(Debug, Clone, Default)]
 pub struct CsvLog {
     pub series: Vec<Series>,
-    /// The column used as the step, `None` when the row index was used.
+    /// The column used as the step (or epoch), `None` when the row index was used.
     pub step_column: Option<String>,
+    /// What the index counts.
+    pub unit: Unit,
+}
+
+impl CsvLog {
+    /// Whether this CSV is a training log by content: it has a step or epoch column, or one of
+    /// its columns means a training signal (a loss, a learning rate, a reward).
+    pub fn is_training_log(&self) -> bool {
+        self.step_column.is_some()
+            || self.series.iter().any(|s| {
+                let n = s.name.strip_prefix("eval_").unwrap_or(&s.name);
+                n == "loss"
+                    || n.starts_with("loss/")
+                    || n.starts_with("learning_rate")
+                    || n == "reward"
+            })
+    }
 }
 
 /// Read the numeric columns of a CSV log as series.
@@ -48,6 +68,8 @@ pub fn read_log(path: &Path) -> Result<CsvLog> {
     let mut rdr = csv::ReaderBuilder::new()
         .delimiter(if tab { b'\t' } else { b',' })
         .flexible(false)
+        // Stable-Baselines3's monitor.csv opens with a `#{"t_start": …}` line.
+        .comment(Some(b'#'))
         .has_headers(true)
         .buffer_capacity(256 << 10)
         .from_reader(std::io::BufReader::new(file));
@@ -67,9 +89,19 @@ pub fn read_log(path: &Path) -> Result<CsvLog> {
         return Ok(CsvLog::default());
     }
     let lower: Vec<String> = header.iter().map(|h| h.to_lowercase()).collect();
+    let mut unit = Unit::Step;
     let step_col = STEP_COLUMNS
         .iter()
-        .find_map(|want| lower.iter().position(|h| h == want));
+        .find_map(|want| lower.iter().position(|h| h == want))
+        .or_else(|| {
+            let c = EPOCH_COLUMNS
+                .iter()
+                .find_map(|want| lower.iter().position(|h| h == want));
+            if c.is_some() {
+                unit = Unit::Epoch;
+            }
+            c
+        });
     let time_col = TIME_COLUMNS
         .iter()
         .find_map(|want| lower.iter().position(|h| h == want));
@@ -109,11 +141,18 @@ pub fn read_log(path: &Path) -> Result<CsvLog> {
         .iter()
         .zip(points)
         .filter(|(h, p)| !h.is_empty() && !p.is_empty())
-        .map(|(h, p)| Series::from_points(h, path, p))
+        .map(|(h, p)| {
+            let mut s = Series::from_points(h, path, p);
+            if unit == Unit::Epoch {
+                s.unit = Unit::Epoch;
+            }
+            s
+        })
         .collect();
     Ok(CsvLog {
         series,
         step_column: step_col.and_then(|c| header.get(c).cloned()),
+        unit,
     })
 }
 

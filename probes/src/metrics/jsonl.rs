@@ -33,6 +33,9 @@ struct Builder<'p> {
     index: HashMap<String, usize>,
     series: Vec<(String, Vec<Point>)>,
     objects: u64,
+    /// Objects indexed by their `epoch` (no step key), and by a step key.
+    by_epoch: u64,
+    by_step: u64,
 }
 
 impl<'p> Builder<'p> {
@@ -42,16 +45,29 @@ impl<'p> Builder<'p> {
             index: HashMap::new(),
             series: Vec::new(),
             objects: 0,
+            by_epoch: 0,
+            by_step: 0,
         }
     }
 
     fn object(&mut self, obj: &Map<String, Value>) {
         let idx = self.objects;
         self.objects += 1;
-        let step = STEP_KEYS
+        let by_step = STEP_KEYS
             .iter()
-            .find_map(|k| obj.get(*k).and_then(json_step))
-            .unwrap_or(idx);
+            .find_map(|k| obj.get(*k).and_then(json_step));
+        // A log with no step key but an integer epoch (DETR's `log.txt`, Keras CSV-like JSON)
+        // is indexed by epoch; the epoch is then not also a metric.
+        let by_epoch = by_step
+            .is_none()
+            .then(|| obj.get("epoch").filter(|v| v.is_u64()).and_then(json_step))
+            .flatten();
+        if by_step.is_some() {
+            self.by_step += 1;
+        } else if by_epoch.is_some() {
+            self.by_epoch += 1;
+        }
+        let step = by_step.or(by_epoch).unwrap_or(idx);
         let wall_time = TIME_KEYS
             .iter()
             .find_map(|k| obj.get(*k).and_then(py_number));
@@ -68,6 +84,13 @@ impl<'p> Builder<'p> {
     ) {
         for (k, v) in obj {
             if depth == 0 && (STEP_KEYS.contains(&k.as_str()) || TIME_KEYS.contains(&k.as_str())) {
+                continue;
+            }
+            if depth == 0
+                && k == "epoch"
+                && v.is_u64()
+                && !STEP_KEYS.iter().any(|s| obj.contains_key(*s))
+            {
                 continue;
             }
             let key = if prefix.is_empty() {
@@ -111,9 +134,16 @@ impl<'p> Builder<'p> {
 
     fn finish(self) -> Vec<Series> {
         let path = self.path;
+        let epochs = self.by_epoch > 0 && self.by_step == 0;
         self.series
             .into_iter()
-            .map(|(tag, pts)| Series::from_points(&tag, path, pts))
+            .map(|(tag, pts)| {
+                let mut s = Series::from_points(&tag, path, pts);
+                if epochs {
+                    s.unit = super::Unit::Epoch;
+                }
+                s
+            })
             .collect()
     }
 }

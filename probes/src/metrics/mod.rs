@@ -8,9 +8,9 @@ pub mod mlflow;
 pub mod stdout_log;
 pub mod tfevents;
 pub mod trainer_state;
+pub mod vocab;
 pub mod wandb;
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use crate::error::{ReadError, Result};
@@ -40,6 +40,27 @@ pub struct Series {
     /// Where the steps went back in write order (a resumed run appending to its log replays
     /// from its checkpoint): the step logged again, the first time it happens.
     pub restart: Option<u64>,
+    /// What a point's `step` counts: optimizer steps, or epochs where the log's only index is
+    /// the epoch (Ultralytics `results.csv`, timm `summary.csv`, Keras `epoch_*` tags).
+    pub unit: Unit,
+}
+
+/// The index of a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    #[default]
+    Step,
+    Epoch,
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Step => "step",
+            Unit::Epoch => "epoch",
+        }
+    }
 }
 
 impl Series {
@@ -52,6 +73,11 @@ impl Series {
             rank: None,
             points: Vec::new(),
             restart: None,
+            unit: if epoch_tag(tag) {
+                Unit::Epoch
+            } else {
+                Unit::Step
+            },
         }
     }
 
@@ -136,6 +162,13 @@ impl Series {
     }
 }
 
+/// A tag that names an epoch-level value logged at the epoch's index (Keras `epoch_loss`,
+/// `epoch_learning_rate`, `train/epoch_accuracy`).
+fn epoch_tag(tag: &str) -> bool {
+    let t = tag.trim().to_ascii_lowercase();
+    t.starts_with("epoch_") || t.contains("/epoch_")
+}
+
 /// Every series of a run (or of one file).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MetricSet {
@@ -211,87 +244,12 @@ impl MetricSet {
     }
 }
 
-/// Map a logged tag to the canonical name probes ask for. Unknown tags are kept, lowercased
-/// and trimmed. Evaluation variants stay distinct (`eval/loss` -> `eval_loss`,
-/// `eval/rewards/margins` -> `eval_rewards/margins`); Lightning's per-group learning rates keep
-/// their group (`lr-Adam/pg1` -> `learning_rate/pg1`).
+/// Map a logged tag to the canonical name probes ask for, by the metric vocabulary
+/// (`playbook/metrics.yaml`, see [`vocab`]). Unknown tags are kept, lowercased and trimmed.
+/// Evaluation variants stay distinct (`eval/loss` -> `eval_loss`); per-group learning rates
+/// keep their group (`lr-Adam/pg1` -> `learning_rate/pg1`).
 pub fn canonical_name(tag: &str) -> String {
-    let t = tag.trim().to_lowercase();
-    for p in [
-        "eval/",
-        "eval_",
-        "val/",
-        "val_",
-        "validation/",
-        "validation_",
-        "valid/",
-        "valid_",
-    ] {
-        if let Some(base) = t.strip_prefix(p).and_then(base_alias) {
-            return if base == "loss" {
-                "eval_loss".to_string()
-            } else {
-                format!("eval_{base}")
-            };
-        }
-    }
-    for p in ["train/", "training/", "trainer/", "train_", "training_"] {
-        if let Some(base) = t.strip_prefix(p).and_then(base_alias) {
-            return base.into_owned();
-        }
-    }
-    match base_alias(&t) {
-        Some(base) => base.into_owned(),
-        None => t,
-    }
-}
-
-/// The canonical name of a tag with its train/eval prefix removed.
-fn base_alias(t: &str) -> Option<Cow<'static, str>> {
-    let name = match t {
-        "loss" | "loss_step" => "loss",
-        "grad_norm" | "gradient_norm" | "grad-norm" | "gradnorm" | "total_norm"
-        | "grad_norm_total" | "global_grad_norm" => "grad_norm",
-        "learning_rate" | "lr" => "learning_rate",
-        "loss_scale" | "grad_scale" | "scaler/scale" | "amp/loss_scale" | "amp_scale" => {
-            "loss_scale"
-        }
-        "rewards/margins" | "rewards/accuracies" | "rewards/chosen" | "rewards/rejected"
-        | "logps/chosen" | "logps/rejected" => {
-            return Some(Cow::Owned(t.to_string()));
-        }
-        "kl" | "mean_kl" | "objective/kl" | "ppo/mean_kl" | "kl_div" => "kl",
-        "reward"
-        | "reward_mean"
-        | "mean_reward"
-        | "env/reward_mean"
-        | "objective/scores"
-        | "ppo/mean_scores"
-        | "rollout/ep_rew_mean"
-        | "episode_reward"
-        | "ep_rew_mean" => "reward",
-        "epoch" => "epoch",
-        _ => return lr_monitor_alias(t),
-    };
-    Some(Cow::Borrowed(name))
-}
-
-/// Lightning's `LearningRateMonitor`: `lr-AdamW`, `lr-Adam/pg1` (and `learning_rate/pg1`).
-fn lr_monitor_alias(t: &str) -> Option<Cow<'static, str>> {
-    let rest = t
-        .strip_prefix("lr-")
-        .or_else(|| t.strip_prefix("learning_rate/"))?;
-    if rest.contains("momentum") || rest.contains("beta") || rest.contains("weight_decay") {
-        return None;
-    }
-    let group = rest.rsplit('/').next().filter(|g| {
-        g.len() > 2 && g.starts_with("pg") && g[2..].bytes().all(|b| b.is_ascii_digit())
-    });
-    match group {
-        Some(g) => Some(Cow::Owned(format!("learning_rate/{g}"))),
-        None if t.starts_with("lr-") && !rest.contains('/') => Some(Cow::Borrowed("learning_rate")),
-        None => None,
-    }
+    vocab::canonical_name(tag)
 }
 
 /// Which reader a metric file needs.
@@ -445,7 +403,7 @@ mod tests {
             ("train/learning_rate", "learning_rate"),
             ("lr-AdamW", "learning_rate"),
             ("lr-Adam/pg1", "learning_rate/pg1"),
-            ("lr-Adam-momentum", "lr-adam-momentum"),
+            ("lr-Adam-momentum", "momentum"),
             ("eval_loss", "eval_loss"),
             ("val_loss", "eval_loss"),
             ("eval/loss", "eval_loss"),

@@ -25,6 +25,8 @@ pub struct LogRead {
     /// Lines that carried a step.
     pub step_lines: usize,
     pub lines: usize,
+    /// Batches per epoch, where progress lines state it (`Train: 3 [ 10/32 …]`) and agree.
+    pub steps_per_epoch: Option<u64>,
 }
 
 /// Read a captured stdout log. Not valid UTF-8 is read lossily; a log with no step lines is
@@ -47,17 +49,32 @@ pub fn parse(text: &str, source: &Path) -> LogRead {
     let mut by_key: HashMap<String, Vec<Point>> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut out = LogRead::default();
+    // `None`: no progress line yet; `Some(None)`: lines disagree on the batches per epoch.
+    let mut per_epoch: Option<Option<u64>> = None;
     for raw in text.split(['\n', '\r']) {
         out.lines += 1;
-        let pairs = pairs(raw);
-        let Some(step) = pairs.iter().find_map(|(k, v)| {
+        let mut pairs = pairs(raw);
+        let step = pairs.iter().find_map(|(k, v)| {
             (STEP_WORDS.contains(&k.as_str()) && v.fract() == 0.0 && *v >= 0.0 && *v < 1e15)
                 .then_some(*v as u64)
-        }) else {
-            continue;
+        });
+        let (step, mut seen_step) = match step {
+            Some(s) => (s, false),
+            // `Train: 3 [ 10/32 ( 34%)]` (timm): epoch 3, batch 10 of 32 — step 3 × 32 + 10.
+            None => match epoch_batch(raw) {
+                Some((epoch_key, step, n)) => {
+                    pairs.retain(|(k, _)| *k != epoch_key);
+                    per_epoch = match per_epoch {
+                        None => Some(Some(n)),
+                        Some(Some(m)) if m == n => Some(Some(n)),
+                        _ => Some(None),
+                    };
+                    (step, true)
+                }
+                None => continue,
+            },
         };
         out.step_lines += 1;
-        let mut seen_step = false;
         for (k, v) in pairs {
             if STEP_WORDS.contains(&k.as_str()) && !seen_step {
                 seen_step = true;
@@ -101,6 +118,7 @@ pub fn parse(text: &str, source: &Path) -> LogRead {
         }
     }
     out.series = series;
+    out.steps_per_epoch = per_epoch.flatten();
     out
 }
 
@@ -186,6 +204,53 @@ fn pairs(line: &str) -> Vec<(String, f64)> {
     out
 }
 
+/// A progress line that states its epoch and its batch of the epoch, `Word: E [ b/N`: the
+/// word (lowercased, the key it would make) and the step `E × N + b`.
+fn epoch_batch(line: &str) -> Option<(String, u64, u64)> {
+    let b = line.as_bytes();
+    let int_before = |mut i: usize| -> Option<(u64, usize)> {
+        while i > 0 && b[i - 1] == b' ' {
+            i -= 1;
+        }
+        let end = i;
+        while i > 0 && b[i - 1].is_ascii_digit() {
+            i -= 1;
+        }
+        let v = line.get(i..end)?.parse::<u64>().ok()?;
+        Some((v, i))
+    };
+    for (open, _) in line.match_indices('[') {
+        let Some((epoch, at)) = int_before(open) else {
+            continue;
+        };
+        // The word naming the epoch: `Train:`, `Epoch`.
+        let head = line.get(..at)?.trim_end().trim_end_matches(':').trim_end();
+        let word: String = head
+            .rsplit(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        if word.is_empty() || word.bytes().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let rest = line.get(open + 1..)?.trim_start();
+        let (bi, tail) = rest.split_once('/')?;
+        let n: String = tail.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let (Ok(bi), Ok(n)) = (bi.trim().parse::<u64>(), n.parse::<u64>()) else {
+            continue;
+        };
+        if n == 0 || bi > n {
+            continue;
+        }
+        return Some((
+            word.to_lowercase(),
+            epoch.checked_mul(n)?.checked_add(bi)?,
+            n,
+        ));
+    }
+    None
+}
+
 fn next_is_number(b: &[u8], i: usize) -> bool {
     let rest = b.get(i + 1..).unwrap_or(&[]);
     match rest.first() {
@@ -249,6 +314,21 @@ mod tests {
 
     fn get<'a>(r: &'a LogRead, tag: &str) -> Option<&'a Series> {
         r.series.iter().find(|s| s.tag == tag)
+    }
+
+    #[test]
+    fn timm_progress_lines_give_the_step_from_epoch_and_batch() {
+        let text = "2026-11-25 17:59:28,074 -                train: [    INFO] - Train: 0 [   0/32 (  3%)]  Loss: 2.28 (2.28)  Time: 0.037s, 1713.90/s  (0.037s, 1713.90/s)  LR: 1.000e-05  Data: 0.001 (0.001)\n\
+            2026-11-25 17:59:28,166 -                train: [    INFO] - Train: 1 [   5/32 ( 19%)]  Loss: 2.32 (2.31)  Time: 0.018s, 3468.79/s  (0.022s, 2968.01/s)  LR: 7.821e-03  Data: 0.001 (0.001)\n\
+            2026-11-25 17:59:28,691 -                train: [    INFO] - Test: [   7/7]  Loss:   1.197 ( 1.150)  Acc@1:  46.875 ( 44.141)\n";
+        let r = parse(text, Path::new("train.log"));
+        let loss = get(&r, "loss").unwrap();
+        assert_eq!(loss.steps(), vec![0, 37]);
+        assert_eq!(loss.values(), vec![2.28, 2.32]);
+        assert_eq!(get(&r, "lr").unwrap().values(), vec![1e-5, 7.821e-3]);
+        assert!(get(&r, "train").is_none());
+        assert_eq!(r.step_lines, 2);
+        assert_eq!(r.steps_per_epoch, Some(32));
     }
 
     #[test]

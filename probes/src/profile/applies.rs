@@ -216,6 +216,9 @@ impl Applies {
                         "no checkpoint from before the first update ({earliest}): trained weights are not an init"
                     ));
                 }
+                Need::RunStart if p.logging.unit == "epoch" => {
+                    return Err("the run logs once per epoch: its first point is the mean over epoch 0, not the value at step 0".into());
+                }
                 Need::RunStart if !p.sees_run_start() => {
                     let resumed = match p.resumed_at.value {
                         Some(n) => format!(

@@ -43,11 +43,7 @@ pub(super) fn logging(run: &Run) -> Logging {
         };
     };
     let interval = interval(s);
-    let unit = if s.tag.to_ascii_lowercase().ends_with("_epoch") || index_is_epoch(s) {
-        "epoch"
-    } else {
-        "step"
-    };
+    let unit = s.unit.as_str();
     Logging {
         series: Some(name.to_string()),
         first_step: s.first().map(|p| p.step),
@@ -88,12 +84,6 @@ pub(crate) fn interval(s: &Series) -> Option<u64> {
     }
     gaps.sort_unstable();
     Some(gaps[gaps.len() / 2])
-}
-
-/// Whether the series is an epoch-level one by its tag (`epoch_loss`, `train/epoch_loss`).
-fn index_is_epoch(s: &Series) -> bool {
-    let t = s.tag.to_ascii_lowercase();
-    t.starts_with("epoch_") || t.contains("/epoch_")
 }
 
 /// Steps a logged point averages: HF Trainer / TRL (a trainer state, or the `train/` tags HF

@@ -49,6 +49,15 @@ pub(super) fn phase_of_tag(tag: &str, name: &str) -> Option<Phase> {
     if t.starts_with("rollout/ep_rew") || t.starts_with("rollout/ep_len") || t == "ep_rew_mean" {
         return Some(Phase::Rl);
     }
+    // Environment RL by the vocabulary's meanings (CleanRL's `charts/episodic_return`,
+    // `losses/approx_kl`, `losses/clipfrac`): an episode length, or PPO's per-update KL or
+    // clip fraction, only an environment-RL run logs.
+    if matches!(
+        n,
+        "episode_length" | "approx_kl" | "old_approx_kl" | "clip_fraction" | "explained_variance"
+    ) {
+        return Some(Phase::Rl);
+    }
     let w = words(&t);
     let has = |x: &str| w.iter().any(|y| y == x);
     let has_prefix = |x: &str| w.iter().any(|y| y.starts_with(x));

@@ -265,6 +265,14 @@ pub(super) fn framework(run: &Run, facts: &Facts) -> Field<String> {
             fact_who(facts, "framework"),
         );
     }
+    // sentence-transformers trains through the HF Trainer: its own files say which.
+    if let Some(a) = named(&|c| c == "modules.json" || c == "config_sentence_transformers.json") {
+        return field(
+            "sentence_transformers",
+            Sure::High,
+            a.path.display().to_string(),
+        );
+    }
     if let Some(class) = facts.get("args_class") {
         let trl = class.ends_with("Config") && class != "TrainingConfig";
         let v = if trl { "trl" } else { "hf_trainer" };
@@ -291,13 +299,30 @@ pub(super) fn framework(run: &Run, facts: &Facts) -> Field<String> {
     if let Some(a) = named(&|c| c == "ckpt.pt") {
         return field("nanogpt", Sure::Medium, a.path.display().to_string());
     }
-    if let Some(a) = run.artifacts.iter().find(|a| a.kind.is_metrics()) {
-        return field(
-            "plain",
-            Sure::Low,
-            format!("{} (no framework's layout)", a.path.display()),
-        );
+    if let Some(a) = has(ArtifactKind::Sb3Model).or_else(|| has(ArtifactKind::VecNormalize)) {
+        return field("sb3", Sure::High, a.path.display().to_string());
     }
+    // By the series a framework's logger writes (its own names, never shared).
+    let tags = run.metrics();
+    let by_tag = |pred: &dyn Fn(&str) -> bool| tags.series.iter().find(|s| pred(&s.tag));
+    if let Some(s) = by_tag(&|t| t.starts_with("rollout/ep_") || t == "time/total_timesteps") {
+        return field("sb3", Sure::Medium, format!("series {}", s.tag));
+    }
+    if let Some(s) = by_tag(&|t| t.starts_with("charts/episodic_") || t == "losses/clipfrac") {
+        return field("cleanrl", Sure::Medium, format!("series {}", s.tag));
+    }
+    if let Some(s) = by_tag(&|t| t.ends_with("(B)") || t.ends_with("(M)")) {
+        return field("ultralytics", Sure::Medium, format!("series {}", s.tag));
+    }
+    if let Some(a) = named(&|c| c.ends_with(".pth.tar")).filter(|_| {
+        run.artifacts
+            .iter()
+            .any(|a| a.path.file_name().is_some_and(|n| n == "summary.csv"))
+    }) {
+        return field("timm", Sure::Medium, a.path.display().to_string());
+    }
+    // No framework's layout: maybe a loop of the user's own, maybe a framework this does not
+    // know — not a guess worth stating.
     Field::unknown("unknown".into())
 }
 

@@ -1,34 +1,64 @@
-//! Grouping a run's weight files (and their optimizer, scheduler, …) into checkpoints by step.
-//! Weights that are not a training step are set aside with the reason: a diffusers pipeline
-//! export (`model_index.json` beside `unet/` …), and copies of a checkpoint (Lightning's
-//! `last.ckpt` as a symlink or a byte copy, TRL's `save_model` folder) recognised by content.
-//! A single torch checkpoint that states its step (`iter_num`, `global_step`) or embeds its
-//! optimizer (nanoGPT `ckpt.pt`, Lightning `.ckpt`) is used for both.
+//! Grouping a run's weight files (and their optimizer, scheduler, …) into checkpoints by the
+//! step or epoch they hold: from their contents first (`global_step`, `iter_num`,
+//! `num_timesteps`, `epoch` among a torch checkpoint's top-level keys; an SB3 archive's
+//! `data`), their names second (`checkpoint-N`, `rl_model_N_steps.zip`, `epoch10.pt`).
+//! Self-contained single-file checkpoints (`last.pt`, `best.pt`, `epoch_6.pth`, an SB3 `.zip`)
+//! are one checkpoint each, never merged by folder. Weights that are not a training step are
+//! set aside with the reason: a diffusers pipeline export (`model_index.json` beside `unet/`
+//! …), copies of a checkpoint (Lightning's `last.ckpt` as a symlink or a byte copy, TRL's
+//! `save_model` folder) recognised by content, a `last`/`best` file holding the same step or
+//! epoch as another checkpoint, and a best-metric copy (`best.pt`, `model_best.pth.tar`). A
+//! single torch checkpoint that embeds its optimizer (nanoGPT `ckpt.pt`, Lightning `.ckpt`, an
+//! SB3 archive) is used for both.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{classify, Artifact, ArtifactKind, CheckpointDir, Run, SetAside};
-use crate::names::{is_init_name, step_from_name};
+use super::{classify, Artifact, ArtifactKind, CheckpointDir, IndexUnit, Run, SetAside};
+use crate::names::{epoch_from_name, is_best_name, is_init_name, is_last_name, step_from_name};
 use crate::tensors::{lookup, TorchZip, Value};
 
 /// Files larger than this are compared by size and their first and last 8 MiB.
 const FULL_COMPARE_MAX: u64 = 256 << 20;
 
-/// What a torch checkpoint's top-level dict says about itself.
+/// What a torch checkpoint's top-level dict (or an SB3 archive's `data`) says about itself.
 #[derive(Default)]
-struct Embedded {
-    step: Option<u64>,
-    has_optimizer: bool,
+pub(crate) struct Embedded {
+    pub(crate) step: Option<u64>,
+    /// `epoch` as stored: -1 in a finished Ultralytics `best.pt` / `last.pt`.
+    pub(crate) epoch: Option<i64>,
+    pub(crate) has_optimizer: bool,
 }
 
-fn embedded(path: &Path) -> Embedded {
+impl Embedded {
+    /// The epoch when it is a real one (not Ultralytics' -1 "finished" marker).
+    fn epoch(&self) -> Option<u64> {
+        self.epoch.and_then(|e| u64::try_from(e).ok())
+    }
+}
+
+/// What a single weight file states about itself: read for torch files (any extension, by
+/// content) and SB3 archives only; `.bin` / safetensors files (HF layouts) say nothing.
+pub(crate) fn embedded(path: &Path, kind: ArtifactKind) -> Embedded {
+    if kind == ArtifactKind::Sb3Model {
+        return match crate::tensors::sb3::read(path) {
+            Ok(a) => Embedded {
+                step: a.num_timesteps,
+                epoch: None,
+                has_optimizer: a
+                    .members
+                    .iter()
+                    .any(|m| m == crate::tensors::sb3::OPTIMIZER),
+            },
+            Err(_) => Embedded::default(),
+        };
+    }
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    if !matches!(ext.as_str(), "pt" | "pth" | "ckpt") {
+    if kind != ArtifactKind::TorchFile || ext == "bin" {
         return Embedded::default();
     }
     let Ok(z) = TorchZip::open(path) else {
@@ -48,9 +78,17 @@ fn embedded(path: &Path) -> Embedded {
         "global_steps",
         "step",
         "iteration",
+        "num_timesteps",
     ]
     .iter()
     .find_map(|k| lookup(root, k).and_then(num));
+    let epoch = ["epoch", "current_epoch"]
+        .iter()
+        .find_map(|k| match lookup(root, k) {
+            Some(Value::Tensor(t)) => z.scalar(t).ok().map(|f| f as i64),
+            Some(v) => v.as_i64(),
+            None => None,
+        });
     let has_optimizer = ["optimizer", "optimizer_states", "optimizer_state_dict"]
         .iter()
         .any(|k| {
@@ -64,6 +102,7 @@ fn embedded(path: &Path) -> Embedded {
         });
     Embedded {
         step,
+        epoch,
         has_optimizer,
     }
 }
@@ -114,14 +153,18 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
         .iter()
         .filter_map(|a| a.path.parent().map(Path::to_path_buf))
         .collect();
-    // The folder (or, for `epoch=E-step=S.ckpt`, the file) that gives an artifact its step.
-    let container = |a: &Artifact| -> Option<(PathBuf, u64)> {
-        let own = a
-            .path
-            .file_name()
-            .and_then(|n| step_from_name(&n.to_string_lossy()));
-        if let (Some(s), true) = (own, a.kind.is_weights()) {
-            return Some((a.path.clone(), s));
+    // The folder (or, for `epoch=E-step=S.ckpt` / `epoch10.pt`, the file) that gives an
+    // artifact its step or epoch, from names.
+    let container = |a: &Artifact| -> Option<(PathBuf, u64, IndexUnit)> {
+        if a.kind.is_weights() {
+            let own = a.path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let own = own.as_deref().unwrap_or("");
+            if let Some(s) = step_from_name(own) {
+                return Some((a.path.clone(), s, IndexUnit::Step));
+            }
+            if let Some(e) = epoch_from_name(own) {
+                return Some((a.path.clone(), e, IndexUnit::Epoch));
+            }
         }
         let mut dir = a.path.parent();
         while let Some(d) = dir {
@@ -129,7 +172,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
                 .file_name()
                 .and_then(|n| step_from_name(&n.to_string_lossy()))
             {
-                return Some((d.to_path_buf(), s));
+                return Some((d.to_path_buf(), s, IndexUnit::Step));
             }
             if d == base || !d.starts_with(&base) {
                 break;
@@ -143,9 +186,12 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
     let mut extras: Vec<(&Artifact, PathBuf)> = Vec::new();
     for a in &run.artifacts {
         match (a.kind, container(a)) {
-            (k, Some((path, step))) if k.is_weights() || k == K::Optimizer => {
+            (k, Some((path, step, unit))) if k.is_weights() || k == K::Optimizer => {
+                let own_file = path == a.path;
                 let g = groups.entry(path.clone()).or_insert_with(|| CheckpointDir {
                     step,
+                    unit,
+                    epoch: (unit == IndexUnit::Epoch).then_some(step),
                     path,
                     ..Default::default()
                 });
@@ -153,6 +199,23 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
                     g.optimizer.get_or_insert_with(|| a.path.clone());
                 } else {
                     g.weights.push(a.path.clone());
+                }
+                // A single-file checkpoint's contents outrank its name: timm's
+                // `checkpoint-7.pth.tar` holds epoch 7 and no step; Lightning's
+                // `epoch=2-step=300.ckpt` holds both.
+                if own_file && k != K::Optimizer {
+                    let emb = embedded(&a.path, k);
+                    g.epoch = emb.epoch().or(g.epoch);
+                    if let Some(s) = emb.step {
+                        g.step = s;
+                        g.unit = IndexUnit::Step;
+                    } else if let Some(e) = emb.epoch() {
+                        g.step = e;
+                        g.unit = IndexUnit::Epoch;
+                    }
+                    if emb.has_optimizer {
+                        g.optimizer.get_or_insert_with(|| a.path.clone());
+                    }
                 }
             }
             (k, None) if k.is_weights() => {
@@ -171,7 +234,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
             }
             (
                 K::Scheduler | K::TrainerState | K::ModelConfig | K::TrainingArgs,
-                Some((path, _)),
+                Some((path, _, _)),
             ) => extras.push((a, path)),
             _ => {}
         }
@@ -190,55 +253,24 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
     let mut out: Vec<CheckpointDir> = groups.into_values().collect();
     // Torch checkpoints that embed their optimizer (Lightning `.ckpt`) are their own optimizer.
     for c in &mut out {
-        if c.optimizer.is_none() && c.weights.len() == 1 && embedded(&c.weights[0]).has_optimizer {
-            c.optimizer = Some(c.weights[0].clone());
+        // (A single-file checkpoint was already read above.)
+        if c.optimizer.is_none() && c.weights.len() == 1 && c.path != c.weights[0] {
+            let kind = run_kind(run, &c.weights[0]);
+            if embedded(&c.weights[0], kind).has_optimizer {
+                c.optimizer = Some(c.weights[0].clone());
+            }
         }
     }
-    let known_max = out.iter().map(|c| c.step).max();
+    // Checkpoints whose index a name or the contents state (not inferred as the final one).
+    let mut stated: HashSet<PathBuf> = out.iter().map(|c| c.path.clone()).collect();
     if !unstepped.is_empty() {
-        // Unknown when nothing states it: never 0 by default, which would read as the init.
-        let final_step = run
-            .trainer_state()
-            .and_then(|t| t.global_step)
-            .or(known_max.map(|m| m.saturating_add(1)));
-        for (dir, files) in unstepped {
-            let init =
-                files.iter().all(|a| is_init_name(&a.path)) || (dir != base && is_init_name(&dir));
-            let sibling = |k: ArtifactKind| {
-                run.artifacts
-                    .iter()
-                    .find(|a| a.kind == k && a.path.parent() == Some(dir.as_path()))
-                    .map(|a| a.path.clone())
-            };
-            let emb = match files.as_slice() {
-                [one] => embedded(&one.path),
-                _ => Embedded::default(),
-            };
-            let step = emb.step.or(final_step);
-            out.push(CheckpointDir {
-                step: if init { 0 } else { step.unwrap_or(0) },
-                weights: files.iter().map(|a| a.path.clone()).collect(),
-                optimizer: sibling(K::Optimizer).or_else(|| {
-                    emb.has_optimizer
-                        .then(|| files.first().map(|a| a.path.clone()))
-                        .flatten()
-                }),
-                scheduler: sibling(K::Scheduler),
-                trainer_state: sibling(K::TrainerState),
-                config: sibling(K::ModelConfig),
-                training_args: sibling(K::TrainingArgs),
-                is_init: init,
-                is_final: !init,
-                step_unknown: !init && step.is_none(),
-                path: dir,
-            });
-        }
+        stated.extend(unstepped_checkpoints(run, &base, unstepped, &mut out));
     }
     // A final checkpoint whose every weight file has the content of a stepped one is a copy.
-    let stepped: Vec<(u64, Vec<PathBuf>)> = out
+    let stepped: Vec<(String, Vec<PathBuf>)> = out
         .iter()
         .filter(|c| !c.is_final && !c.is_init)
-        .map(|c| (c.step, c.weights.clone()))
+        .map(|c| (c.index_label(), c.weights.clone()))
         .collect();
     out.retain(|c| {
         if !c.is_final || c.weights.is_empty() {
@@ -250,7 +282,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
                 .iter()
                 .map(|w| ws.iter().find(|o| same_content(w, o)))
                 .collect();
-            pairs.map(|p| (*step, p))
+            pairs.map(|p| (step.clone(), p))
         });
         match twin {
             Some((step, of)) => {
@@ -258,7 +290,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
                     set_aside.push(SetAside {
                         path: w.clone(),
                         reason: format!(
-                            "same content as {} (step {step}): a copy of that checkpoint, not a new step",
+                            "same content as {} ({step}): a copy of that checkpoint, not a new step",
                             o.display()
                         ),
                     });
@@ -268,9 +300,11 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
             None => true,
         }
     });
+    set_aside_named_copies(&mut out, &stated, &mut set_aside);
     for c in &mut out {
-        // `checkpoint-0` or an explicit step 0 is the init; a placeholder 0 is not.
-        c.is_init |= c.step == 0 && !c.step_unknown;
+        // `checkpoint-0` or an explicit step 0 is the init; a placeholder 0 is not, and neither
+        // is epoch 0 (saved after the first epoch).
+        c.is_init |= c.step == 0 && !c.step_unknown && c.unit == IndexUnit::Step;
         // A sharded checkpoint is named by its index; the shards are not listed separately.
         let indexed: Vec<PathBuf> = c
             .weights
@@ -288,8 +322,241 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
             )
         });
     }
+    attach_vecnormalize(run, &mut out);
     out.sort_by(|a, b| (a.step, a.is_final, &a.path).cmp(&(b.step, b.is_final, &b.path)));
     (out, set_aside)
+}
+
+/// The kind discovery gave a file.
+fn run_kind(run: &Run, p: &Path) -> ArtifactKind {
+    run.artifacts
+        .iter()
+        .find(|a| a.path == p)
+        .map_or(ArtifactKind::Other, |a| a.kind)
+}
+
+/// A file that is a whole checkpoint by itself: a torch file or SB3 archive that states its
+/// step or epoch, embeds its optimizer, or is named `last`/`best` — never one part of an HF or
+/// diffusers folder (`pytorch_model.bin`, shards, `adapter_model.bin`).
+fn self_contained(a: &Artifact, emb: &Embedded) -> bool {
+    use ArtifactKind as K;
+    match a.kind {
+        K::Sb3Model => true,
+        K::TorchFile => {
+            emb.step.is_some()
+                || emb.epoch.is_some()
+                || emb.has_optimizer
+                || is_best_name(&a.path)
+                || is_last_name(&a.path)
+        }
+        _ => false,
+    }
+}
+
+/// Weights with no step or epoch in their names: self-contained files one checkpoint each
+/// (their contents give the index), the rest grouped by folder as the run's final model.
+/// Returns the paths of the checkpoints whose contents stated their index.
+fn unstepped_checkpoints(
+    run: &Run,
+    base: &Path,
+    unstepped: BTreeMap<PathBuf, Vec<&Artifact>>,
+    out: &mut Vec<CheckpointDir>,
+) -> Vec<PathBuf> {
+    let mut stated_paths = Vec::new();
+    use ArtifactKind as K;
+    let known_max = out.iter().map(|c| c.step).max();
+    // Unknown when nothing states it: never 0 by default, which would read as the init.
+    let final_step = run
+        .trainer_state()
+        .and_then(|t| t.global_step)
+        .or(known_max.map(|m| m.saturating_add(1)));
+    let unit_of_run = out
+        .iter()
+        .find(|c| !c.is_final)
+        .map_or(IndexUnit::Step, |c| c.unit);
+    let sibling = |dir: &Path, k: ArtifactKind| {
+        run.artifacts
+            .iter()
+            .find(|a| a.kind == k && a.path.parent() == Some(dir))
+            .map(|a| a.path.clone())
+    };
+    for (dir, files) in unstepped {
+        let mut rest: Vec<&Artifact> = Vec::new();
+        let mut singles: Vec<(&Artifact, Embedded)> = Vec::new();
+        for a in files {
+            let emb = embedded(&a.path, a.kind);
+            if self_contained(a, &emb) {
+                singles.push((a, emb));
+            } else {
+                rest.push(a);
+            }
+        }
+        // One lone file keeps the folder's extras (a nanoGPT `ckpt.pt` beside its config).
+        let lone = singles.len() == 1 && rest.is_empty();
+        for (a, emb) in singles {
+            let init = is_init_name(&a.path);
+            let (step, unit) = match (emb.step, emb.epoch()) {
+                (Some(s), _) => (Some(s), IndexUnit::Step),
+                (None, Some(e)) => (Some(e), IndexUnit::Epoch),
+                (None, None) => (final_step, unit_of_run),
+            };
+            let stated = emb.step.is_some() || emb.epoch().is_some();
+            let path = if lone { dir.clone() } else { a.path.clone() };
+            if stated {
+                stated_paths.push(path.clone());
+            }
+            out.push(CheckpointDir {
+                step: if init { 0 } else { step.unwrap_or(0) },
+                unit,
+                epoch: emb.epoch(),
+                weights: vec![a.path.clone()],
+                optimizer: emb
+                    .has_optimizer
+                    .then(|| a.path.clone())
+                    .or_else(|| lone.then(|| sibling(&dir, K::Optimizer)).flatten()),
+                scheduler: lone.then(|| sibling(&dir, K::Scheduler)).flatten(),
+                trainer_state: lone.then(|| sibling(&dir, K::TrainerState)).flatten(),
+                config: lone.then(|| sibling(&dir, K::ModelConfig)).flatten(),
+                training_args: lone.then(|| sibling(&dir, K::TrainingArgs)).flatten(),
+                is_init: init,
+                is_final: !init,
+                step_unknown: !init && step.is_none(),
+                path,
+                vecnormalize: None,
+            });
+        }
+        if rest.is_empty() {
+            continue;
+        }
+        let init =
+            rest.iter().all(|a| is_init_name(&a.path)) || (dir != base && is_init_name(&dir));
+        let step = final_step;
+        out.push(CheckpointDir {
+            step: if init { 0 } else { step.unwrap_or(0) },
+            unit: if init { IndexUnit::Step } else { unit_of_run },
+            epoch: None,
+            weights: rest.iter().map(|a| a.path.clone()).collect(),
+            optimizer: sibling(&dir, K::Optimizer),
+            scheduler: sibling(&dir, K::Scheduler),
+            trainer_state: sibling(&dir, K::TrainerState),
+            config: sibling(&dir, K::ModelConfig),
+            training_args: sibling(&dir, K::TrainingArgs),
+            is_init: init,
+            is_final: !init,
+            step_unknown: !init && step.is_none(),
+            path: dir,
+            vecnormalize: None,
+        });
+    }
+    stated_paths
+}
+
+/// Single-file checkpoints named as copies (`last`, `best`, or no index in the name: SB3's
+/// final `ppo.zip`) that hold the same stated step or epoch as another checkpoint, and
+/// best-metric copies whose epoch is not stated, are set aside: the other checkpoint (or the
+/// `last` one) stands for them.
+fn set_aside_named_copies(
+    out: &mut Vec<CheckpointDir>,
+    stated: &HashSet<PathBuf>,
+    set_aside: &mut Vec<SetAside>,
+) {
+    fn single(c: &CheckpointDir) -> Option<&Path> {
+        (c.weights.len() == 1).then(|| c.weights[0].as_path())
+    }
+    let best = |c: &CheckpointDir| single(c).is_some_and(is_best_name);
+    // 2: best, 1: last or unnamed, 0: named by its index.
+    let copy_rank = |c: &CheckpointDir| -> u8 {
+        let Some(w) = single(c) else { return 0 };
+        if is_best_name(w) {
+            2
+        } else if is_last_name(w)
+            || !c.path.ancestors().take(2).chain([w]).any(|p| {
+                p.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    step_from_name(&n).is_some() || epoch_from_name(&n).is_some()
+                })
+            })
+        {
+            1
+        } else {
+            0
+        }
+    };
+    let mut drop = vec![false; out.len()];
+    for i in 0..out.len() {
+        let c = &out[i];
+        let rank = copy_rank(c);
+        if rank == 0 || !stated.contains(&c.path) {
+            continue;
+        }
+        let twin = out.iter().enumerate().find(|(j, o)| {
+            *j != i
+                && !drop[*j]
+                && stated.contains(&o.path)
+                && o.unit == c.unit
+                && o.step == c.step
+                && copy_rank(o) < rank
+        });
+        if let Some((_, o)) = twin {
+            let what = match c.unit {
+                IndexUnit::Epoch => "epoch",
+                IndexUnit::Step => "step",
+            };
+            let reason = format!(
+                "holds the same {what} ({}) as {}: a copy of that checkpoint, not a new {what}",
+                c.step,
+                o.weights.first().unwrap_or(&o.path).display()
+            );
+            set_aside.extend(c.weights.iter().map(|w| SetAside {
+                path: w.clone(),
+                reason: reason.clone(),
+            }));
+            drop[i] = true;
+        }
+    }
+    // A best-metric copy that states no epoch, beside other checkpoints: a copy of one of them.
+    let others = out.len() - drop.iter().filter(|d| **d).count();
+    for (i, c) in out.iter().enumerate() {
+        if !drop[i] && others > 1 && best(c) && !stated.contains(&c.path) {
+            set_aside.push(SetAside {
+                path: c.weights[0].clone(),
+                reason: "the best-scoring copy of an earlier checkpoint (its epoch is not stated): not a new step; the last checkpoint is the final one".into(),
+            });
+            drop[i] = true;
+        }
+    }
+    let mut k = drop.iter();
+    out.retain(|_| !*k.next().unwrap_or(&false));
+}
+
+/// SB3 VecNormalize statistics saved with a checkpoint: the pickle of the same step
+/// (`rl_model_vecnormalize_N_steps.pkl` beside `rl_model_N_steps.zip`), or for a final model
+/// the unstepped `vec_normalize.pkl` beside it.
+fn attach_vecnormalize(run: &Run, out: &mut [CheckpointDir]) {
+    let pkls = run.of_kind(ArtifactKind::VecNormalize);
+    if pkls.is_empty() {
+        return;
+    }
+    for c in out.iter_mut() {
+        let dir = if c.path.is_file() {
+            c.path.parent()
+        } else {
+            Some(c.path.as_path())
+        };
+        let hit = pkls.iter().find(|a| {
+            a.path.parent() == dir
+                && match a.step {
+                    Some(s) => !c.is_final && c.unit == IndexUnit::Step && s == c.step,
+                    None => {
+                        c.is_final
+                            || c.weights
+                                .iter()
+                                .all(|w| step_from_name(&file_name(w)).is_none())
+                    }
+                }
+        });
+        c.vecnormalize = hit.map(|a| a.path.clone());
+    }
 }
 
 fn file_name(p: &Path) -> String {

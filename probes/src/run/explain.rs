@@ -79,11 +79,7 @@ fn describe(
         let c = match role {
             Role::Weights(i) | Role::Optimizer(i) => &run.checkpoints[i],
         };
-        let step = if c.step_unknown {
-            "step unknown".to_string()
-        } else {
-            format!("step {}", c.step)
-        };
+        let step = c.index_label();
         if matches!(role, Role::Weights(_)) {
             let also = if c.optimizer.as_deref() == Some(p) {
                 " and its optimizer state"
@@ -95,9 +91,20 @@ fn describe(
             } else {
                 "weights"
             };
+            let what = if kind == K::Sb3Model {
+                "a Stable-Baselines3 model archive: weights (policy.pth)"
+            } else {
+                what
+            };
+            let also = if kind == K::Sb3Model && !also.is_empty() {
+                " and its optimizer state (policy.optimizer.pth)"
+            } else {
+                also
+            };
+            let note = weights_note(p, kind);
             return (
                 true,
-                format!("read as {what} of the checkpoint at {step}{also}"),
+                format!("read as {what} of the checkpoint at {step}{also}{note}"),
             );
         }
         if c.optimizer.as_deref() == Some(p) {
@@ -146,10 +153,27 @@ fn describe(
         K::WandbRecord => series_msg("a W&B run record (history rows; config as facts)"),
         K::MlflowMetric => series_msg("an MLflow metric"),
         K::MlflowParam => (true, "read as an MLflow param (facts)".into()),
-        K::Safetensors | K::SafetensorsIndex | K::TorchFile | K::DcpMetadata => (
+        K::Safetensors | K::SafetensorsIndex | K::TorchFile | K::DcpMetadata | K::Sb3Model => (
             false,
             "ignored: weights that belong to no checkpoint".into(),
         ),
+        K::VecNormalize => match crate::tensors::vecnorm::read(p) {
+            Ok(v) => {
+                let of = run
+                    .checkpoints
+                    .iter()
+                    .find(|c| c.vecnormalize.as_deref() == Some(p))
+                    .map(|c| format!(" of the checkpoint at {}", c.index_label()))
+                    .unwrap_or_default();
+                (
+                    true,
+                    format!("read as SB3 VecNormalize statistics{of}: {}", v.summary()),
+                )
+            }
+            Err(e) => (false, format!("unreadable: {e}")),
+        },
+        K::Hdf5Weights => (false, format!("ignored: {}", hdf5_reason(p))),
+        K::CheckpointPointer => pointer_use(run, p),
         K::Optimizer => match run
             .checkpoints
             .iter()
@@ -199,6 +223,122 @@ fn describe(
     }
 }
 
+/// What was read from a weight file beyond its role: an SB3 archive's step and
+/// hyper-parameters, a pickled module's part (`ema` when `model` is None), the epoch stored.
+fn weights_note(p: &Path, kind: ArtifactKind) -> String {
+    use crate::tensors::{modgraph, sb3, TensorFile};
+    if kind == ArtifactKind::Sb3Model {
+        return match sb3::read(p) {
+            Ok(a) => {
+                let mut parts = Vec::new();
+                if let Some(t) = a.num_timesteps {
+                    parts.push(format!("num_timesteps {t}"));
+                }
+                if let Some(u) = a.n_updates {
+                    parts.push(format!("{u} updates"));
+                }
+                let hp: Vec<String> = a
+                    .hyperparameters
+                    .iter()
+                    .take(8)
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                if !hp.is_empty() {
+                    parts.push(hp.join(" "));
+                }
+                if parts.is_empty() {
+                    String::new()
+                } else {
+                    format!("; data: {}", parts.join(", "))
+                }
+            }
+            Err(e) => format!("; its data member is unreadable ({e})"),
+        };
+    }
+    if kind != ArtifactKind::TorchFile {
+        return String::new();
+    }
+    let Ok(tf) = TensorFile::open(p) else {
+        return String::new();
+    };
+    let buffers = tf.tensors().iter().filter(|t| t.buffer).count();
+    let mut parts = vec![format!("{} tensors", tf.tensors().len())];
+    if let Some(root) = tf.torch_root() {
+        let keys = modgraph::module_keys(root);
+        if !keys.is_empty() {
+            let ks: Vec<String> = keys
+                .iter()
+                .map(|(k, has)| format!("{k}: {}", if *has { "module" } else { "None" }))
+                .collect();
+            parts.push(format!(
+                "pickled modules ({}), read from {:?}",
+                ks.join(", "),
+                tf.wrapper().unwrap_or("")
+            ));
+        } else if let Some(w) = tf.wrapper() {
+            parts.push(format!("under {w:?}"));
+        }
+        if buffers > 0 {
+            parts.push(format!("{buffers} of them buffers"));
+        }
+        if let Some(e) = crate::tensors::lookup(root, "epoch").and_then(|v| v.as_i64()) {
+            parts.push(if e < 0 {
+                format!("epoch {e} (a finished, stripped checkpoint)")
+            } else {
+                format!("epoch {e}")
+            });
+        }
+    }
+    format!(" ({})", parts.join(", "))
+}
+
+/// Why HDF5 weights are not read, and how to make them readable.
+fn hdf5_reason(p: &Path) -> String {
+    let zip = crate::tensors::sniff::sniff(p) == crate::tensors::sniff::Sniffed::KerasZip;
+    format!(
+        "HDF5 weights{}: not read — mltriage has no pure-Rust HDF5 reader in its default build; convert them to safetensors (e.g. `keras.saving.load_model(path)` then `safetensors.numpy.save_file({{w.path: w.numpy() for w in model.weights}}, \"model.safetensors\")`) and inspect that",
+        if zip { " (a Keras v3 .keras archive holding model.weights.h5)" } else { "" }
+    )
+}
+
+/// A pointer file: what it names and whether that checkpoint is in the run.
+fn pointer_use(run: &Run, p: &Path) -> (bool, String) {
+    let ptr = match super::read_pointer(p) {
+        Ok(ptr) => ptr,
+        Err(e) => return (false, format!("unreadable: {e}")),
+    };
+    let dir = p.parent().unwrap_or(Path::new(""));
+    let by_path = run.checkpoints.iter().find(|c| {
+        c.path == dir.join(&ptr.target) || c.weights.iter().any(|w| *w == dir.join(&ptr.target))
+    });
+    let by_step = || {
+        ptr.step.and_then(|s| {
+            run.checkpoints
+                .iter()
+                .find(|c| c.step == s && !c.step_unknown && c.unit == super::IndexUnit::Step)
+        })
+    };
+    match by_path.or_else(by_step) {
+        Some(c) => (
+            true,
+            format!(
+                "read as a pointer to the newest checkpoint: {:?} → {} ({})",
+                ptr.target,
+                c.path.display(),
+                c.index_label()
+            ),
+        ),
+        None => (
+            false,
+            format!(
+                "read as a pointer to the newest checkpoint {:?}, which is not in this run{}",
+                ptr.target,
+                ptr.step.map(|s| format!(" (step {s})")).unwrap_or_default()
+            ),
+        ),
+    }
+}
+
 /// An EMA copy by its file or folder name (`unet_ema/`, `ema.safetensors`, `model_ema.pt`).
 fn is_ema_path(p: &Path) -> bool {
     p.components().rev().take(2).any(|c| {
@@ -223,9 +363,6 @@ fn other_reason(p: &Path) -> String {
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
     let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    if name == "latest" {
-        return "DeepSpeed's pointer to the newest checkpoint tag".into();
-    }
     if name == "meta.yaml" {
         return "MLflow run/experiment metadata".into();
     }

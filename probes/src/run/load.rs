@@ -26,8 +26,14 @@ enum Origin {
     Other,
 }
 
-/// Series read by one job, with the files that failed and the restarts inside one folder.
-type JobResult = (Vec<(Series, Origin)>, Vec<String>, Vec<Restart>);
+/// Series read by one job, with the files that failed, the restarts inside one folder and the
+/// batches per epoch a progress log states.
+type JobResult = (
+    Vec<(Series, Origin)>,
+    Vec<String>,
+    Vec<Restart>,
+    Option<u64>,
+);
 
 /// Read every metric artifact once (in parallel) into one set.
 pub(super) fn load_metrics(run: &Run) -> Loaded {
@@ -63,6 +69,7 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
         .map(|job| {
             let mut problems = Vec::new();
             let mut restarts = Vec::new();
+            let mut per_epoch = None;
             let series = match job {
                 Job::State(p) => match run.trainer_state() {
                     Some(st) => st
@@ -84,14 +91,26 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
                 Job::File(a) => {
                     let read = match a.kind {
                         K::Csv => csvlog::read_log(&a.path).map(|l| {
-                            if l.step_column.is_some() {
+                            if l.is_training_log() {
                                 l.series
                             } else {
                                 Vec::new()
                             }
                         }),
                         K::MetricsCsv => csvlog::read(&a.path),
-                        K::StdoutLog => stdout_log::read(&a.path).map(|r| r.series),
+                        K::StdoutLog => stdout_log::read(&a.path).map(|r| {
+                            per_epoch = r.steps_per_epoch;
+                            r.series
+                        }),
+                        // JSON lines by content (`log.txt`) or by name: never by extension.
+                        K::Jsonl
+                            if !a
+                                .path
+                                .extension()
+                                .is_some_and(|e| e.eq_ignore_ascii_case("json")) =>
+                        {
+                            crate::metrics::jsonl::read(&a.path)
+                        }
                         K::WandbRecord => wandb::read(&a.path).map(|r| r.series),
                         K::MlflowMetric => match mlflow::metric_key(&a.path) {
                             Some((_, key)) => mlflow::read_metric(&a.path, &key).map(|s| vec![s]),
@@ -114,16 +133,23 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
                     }
                 }
             };
-            (series, problems, restarts)
+            (series, problems, restarts, per_epoch)
         })
         .collect();
     let mut all: Vec<(Series, Origin)> = Vec::new();
     let mut problems = Vec::new();
     let mut event_restarts = Vec::new();
-    for (s, p, r) in results {
+    let mut per_epoch: Vec<u64> = Vec::new();
+    for (s, p, r, n) in results {
         all.extend(s);
         problems.extend(p);
         event_restarts.extend(r);
+        per_epoch.extend(n);
+    }
+    per_epoch.sort_unstable();
+    per_epoch.dedup();
+    if let [n] = per_epoch[..] {
+        epochs_to_steps(&mut all, n);
     }
     // Resume marks are read before copies are dropped: a trainer state that merged both
     // segments hides the resume that its TensorBoard copies (one event folder per start) show.
@@ -172,7 +198,9 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
         .filter(|(i, (s, o))| keep(*i, s, *o))
         .map(|(_, (s, _))| s)
         .collect();
-    let (series, mut restarts) = super::segments::join(series);
+    let (mut series, mut restarts) = super::segments::join(series);
+    epoch_units_by_content(&mut series);
+    series.extend(sums_of_parts(&series));
     restarts.extend(event_restarts);
     restarts.extend(resume_marks);
     restarts.sort_by(|x, y| x.step.cmp(&y.step).then_with(|| x.name.cmp(&y.name)));
@@ -180,6 +208,109 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
     let mut set = MetricSet::new(series);
     set.restarts = restarts;
     Loaded { set, problems }
+}
+
+/// Epoch-indexed series placed at the step their epoch ends, where the run states how many
+/// steps an epoch has (one value of batches per epoch across its progress logs): epoch `e`
+/// ends at step `(e + 1) × n` when epochs count from 0, `e × n` when from 1.
+fn epochs_to_steps(all: &mut [(Series, Origin)], n: u64) {
+    use crate::metrics::Unit;
+    for (s, _) in all.iter_mut().filter(|(s, _)| s.unit == Unit::Epoch) {
+        let from_zero = s.first().is_some_and(|p| p.step == 0);
+        for p in &mut s.points {
+            let e = if from_zero { p.step + 1 } else { p.step };
+            p.step = e.saturating_mul(n);
+        }
+        s.unit = Unit::Step;
+    }
+}
+
+/// A folder that holds a framework's validation event files (`logs/validation/`).
+fn is_eval_folder(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "validation" | "val" | "valid" | "eval" | "evaluation" | "test"
+    )
+}
+
+/// A step-indexed series that holds the same points as an epoch-indexed one (Ultralytics writes
+/// its per-epoch values to `results.csv` with an `epoch` column and to TensorBoard at step =
+/// epoch) counts epochs too.
+fn epoch_units_by_content(series: &mut [Series]) {
+    use crate::metrics::Unit;
+    let epochs: Vec<(String, Vec<u64>, Vec<f64>)> = series
+        .iter()
+        .filter(|s| s.unit == Unit::Epoch && s.len() >= 2)
+        .map(|s| (s.name.clone(), s.steps(), s.values()))
+        .collect();
+    if epochs.is_empty() {
+        return;
+    }
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-4 * a.abs().max(b.abs()).max(1e-12);
+    for s in series.iter_mut().filter(|s| s.unit == Unit::Step) {
+        let same = epochs.iter().any(|(name, steps, values)| {
+            let shift = |d: i64| {
+                *name == s.name
+                    && steps.len() == s.len()
+                    && s.points
+                        .iter()
+                        .zip(steps.iter().zip(values))
+                        .all(|(p, (st, v))| p.step as i64 == *st as i64 + d && close(p.value, *v))
+            };
+            // Logged at the epoch's index, or one off (epochs counted from 1 in one file).
+            shift(0) || shift(-1) || shift(1)
+        });
+        if same {
+            s.unit = Unit::Epoch;
+        }
+    }
+}
+
+/// A loss logged only in parts (a detector's `box_loss`, `cls_loss`, `dfl_loss`): their sum at
+/// each step where every part is logged, as the loss itself, per source, where no total is.
+fn sums_of_parts(series: &[Series]) -> Vec<Series> {
+    use crate::metrics::vocab::part_of;
+    let mut groups: BTreeMap<(String, PathBuf, Option<u32>), Vec<&Series>> = BTreeMap::new();
+    for s in series {
+        if let Some(whole) = part_of(&s.name) {
+            groups
+                .entry((whole, s.source.clone(), s.rank))
+                .or_default()
+                .push(s);
+        }
+    }
+    let mut out = Vec::new();
+    for ((whole, source, rank), parts) in groups {
+        if parts.len() < 2 || series.iter().any(|s| s.name == whole && s.source == source) {
+            continue;
+        }
+        let Some(first) = parts.first() else { continue };
+        let points = first
+            .points
+            .iter()
+            .filter_map(|p| {
+                let mut sum = 0.0;
+                for q in &parts {
+                    let at = q.range(p.step, p.step).first()?;
+                    sum += at.value;
+                }
+                Some(crate::metrics::Point {
+                    step: p.step,
+                    value: sum,
+                    wall_time: p.wall_time,
+                })
+            })
+            .collect();
+        let tags: Vec<&str> = parts.iter().map(|s| s.tag.as_str()).collect();
+        let mut s = Series::from_points(&tags.join(" + "), &source, points);
+        s.name = whole;
+        s.rank = rank;
+        s.unit = first.unit;
+        if !s.is_empty() {
+            out.push(s);
+        }
+    }
+    out
 }
 
 /// Read the event files of one folder (one rank) and merge them by tag in file-name order
@@ -194,10 +325,27 @@ fn read_event_dir(
     let mut merged: Vec<Series> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for a in sorted {
+        let eval_folder = a
+            .path
+            .parent()
+            .and_then(|d| d.file_name())
+            .is_some_and(|n| is_eval_folder(&n.to_string_lossy()));
         match tfevents::read(&a.path) {
             Ok(series) => {
                 for mut s in series {
                     s.rank = s.rank.or(a.rank);
+                    if eval_folder && !s.name.starts_with("eval_") {
+                        // Keras' TensorBoard callback writes `logs/train/` and
+                        // `logs/validation/` with the same tags: two different series.
+                        let unit = s.unit;
+                        let tag = format!("val/{}", s.tag);
+                        let (points, source) = (std::mem::take(&mut s.points), s.source.clone());
+                        let rank = s.rank;
+                        s = Series::new(&tag, &source);
+                        s.points = points;
+                        s.rank = rank;
+                        s.unit = unit;
+                    }
                     match index.get(&s.tag) {
                         Some(&i) => {
                             if let Some(m) = merged.get_mut(i) {

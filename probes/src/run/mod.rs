@@ -17,9 +17,12 @@ use crate::names::{rank_from_name, step_from_name};
 mod checkpoints;
 mod explain;
 mod load;
+mod pointer;
 mod segments;
+mod sniff;
 
 pub use explain::{explain, FileUse};
+pub use pointer::{read_pointer, Pointer};
 
 use checkpoints::group_checkpoints;
 use load::{config_problems, load_metrics, Loaded};
@@ -76,6 +79,17 @@ pub enum ArtifactKind {
     DcpMetadata,
     /// A diffusers pipeline index (`model_index.json`): the folder is an export.
     PipelineIndex,
+    /// A Stable-Baselines3 model archive (`*.zip` holding `policy.pth`, `policy.optimizer.pth`
+    /// and a `data` JSON): weights, optimizer and step in one file.
+    Sb3Model,
+    /// An SB3 VecNormalize pickle (`vec_normalize.pkl`): observation/return statistics.
+    VecNormalize,
+    /// HDF5 weights (Keras `.h5`, a `.keras` zip holding `model.weights.h5`): recognised, not
+    /// read (no pure-Rust HDF5 reader in the default build).
+    Hdf5Weights,
+    /// A text file naming the newest checkpoint: DeepSpeed `latest`, TensorFlow `checkpoint`,
+    /// Megatron `latest_checkpointed_iteration.txt`, fvcore/detectron2 `last_checkpoint`.
+    CheckpointPointer,
     Other,
 }
 
@@ -107,6 +121,10 @@ impl ArtifactKind {
             ArtifactKind::DcpShard => "dcp_shard",
             ArtifactKind::DcpMetadata => "dcp_metadata",
             ArtifactKind::PipelineIndex => "pipeline_index",
+            ArtifactKind::Sb3Model => "sb3_model",
+            ArtifactKind::VecNormalize => "vec_normalize",
+            ArtifactKind::Hdf5Weights => "hdf5_weights",
+            ArtifactKind::CheckpointPointer => "checkpoint_pointer",
             ArtifactKind::Other => "other",
         }
     }
@@ -134,6 +152,7 @@ impl ArtifactKind {
                 | ArtifactKind::SafetensorsIndex
                 | ArtifactKind::TorchFile
                 | ArtifactKind::DcpMetadata
+                | ArtifactKind::Sb3Model
         )
     }
 }
@@ -173,10 +192,28 @@ pub struct SetAside {
     pub reason: String,
 }
 
+/// What a checkpoint's index ([`CheckpointDir::step`]) counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexUnit {
+    /// Optimizer steps (or, for an SB3 archive, environment steps: `num_timesteps`).
+    #[default]
+    Step,
+    /// Epochs (timm `checkpoint-7.pth.tar`, Ultralytics `epoch10.pt`): not converted to steps
+    /// here (how many steps an epoch has is a metric question).
+    Epoch,
+}
+
 /// One checkpoint: a `checkpoint-N/`-like folder, or a single `epoch=E-step=S.ckpt`-like file.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct CheckpointDir {
+    /// The checkpoint's index, counted in [`CheckpointDir::unit`]s; checkpoints of one run
+    /// order by it.
     pub step: u64,
+    /// Whether `step` counts steps or epochs.
+    pub unit: IndexUnit,
+    /// The epoch the checkpoint states (its contents, else its name), when known.
+    pub epoch: Option<u64>,
     /// The folder, or the file for single-file checkpoints.
     #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
@@ -203,13 +240,25 @@ pub struct CheckpointDir {
     /// other checkpoint): `step` is a placeholder 0 that says nothing — in particular not that
     /// these are the initial weights.
     pub step_unknown: bool,
+    /// SB3 VecNormalize statistics saved with this checkpoint (`vec_normalize.pkl`).
+    #[serde(serialize_with = "lossy_opt")]
+    pub vecnormalize: Option<PathBuf>,
 }
 
 impl CheckpointDir {
     /// The weights from before the first update: step 0, or named as the initial weights —
     /// never a lone model folder whose step is unknown.
     pub fn before_training(&self) -> bool {
-        self.is_init || (self.step == 0 && !self.step_unknown)
+        self.is_init || (self.step == 0 && !self.step_unknown && self.unit == IndexUnit::Step)
+    }
+
+    /// `step 300`, `epoch 7`, or `step unknown`.
+    pub fn index_label(&self) -> String {
+        match (self.step_unknown, self.unit) {
+            (true, _) => "step unknown".to_string(),
+            (false, IndexUnit::Step) => format!("step {}", self.step),
+            (false, IndexUnit::Epoch) => format!("epoch {}", self.step),
+        }
     }
 }
 
@@ -490,6 +539,14 @@ fn artifact(base: &Path, path: PathBuf, bytes: u64) -> Artifact {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut kind = classify(&name);
+    if matches!(kind, ArtifactKind::Other | ArtifactKind::StdoutLog) && bytes > 0 {
+        if let Some(k) = sniff::text_kind(&path, &name) {
+            kind = k;
+        }
+    }
+    if kind == ArtifactKind::Other && bytes > 0 {
+        kind = weights_by_content(&path, &name).unwrap_or(kind);
+    }
     let in_dir = |d: &str| {
         path.ancestors()
             .skip(1)
@@ -524,6 +581,62 @@ fn artifact(base: &Path, path: PathBuf, bytes: u64) -> Artifact {
     }
 }
 
+/// A weight-like file whose name did not say, by its content ([`crate::tensors::sniff`]): a
+/// torch zip under any extension (`.pth.tar`, `.cleanrl_model`), an SB3 model zip, HDF5, a
+/// VecNormalize pickle. Files with a text, code or media extension are never opened.
+fn weights_by_content(path: &Path, name: &str) -> Option<ArtifactKind> {
+    use crate::tensors::sniff::{sniff, Sniffed};
+    let n = name.to_ascii_lowercase();
+    let ext = n.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    if matches!(
+        ext,
+        "txt"
+            | "log"
+            | "out"
+            | "json"
+            | "yaml"
+            | "yml"
+            | "csv"
+            | "tsv"
+            | "md"
+            | "rst"
+            | "py"
+            | "sh"
+            | "ipynb"
+            | "png"
+            | "jpg"
+            | "jpeg"
+            | "gif"
+            | "svg"
+            | "mp4"
+            | "html"
+            | "toml"
+            | "cfg"
+            | "ini"
+            | "jsonl"
+            | "xml"
+            | "webp"
+            | "jsonnet"
+            | "lock"
+    ) {
+        return None;
+    }
+    Some(match sniff(path) {
+        Sniffed::TorchZip | Sniffed::LegacyTorch => {
+            let stem = n.split('.').next().unwrap_or("");
+            if stem.starts_with("optim") || stem.ends_with("_optimizer") {
+                ArtifactKind::Optimizer
+            } else {
+                ArtifactKind::TorchFile
+            }
+        }
+        Sniffed::Sb3Zip => ArtifactKind::Sb3Model,
+        Sniffed::VecNormalize => ArtifactKind::VecNormalize,
+        Sniffed::Hdf5 | Sniffed::KerasZip => ArtifactKind::Hdf5Weights,
+        Sniffed::Pickle | Sniffed::Zip | Sniffed::Unknown => return None,
+    })
+}
+
 /// Classify a file by its name.
 pub fn classify(name: &str) -> ArtifactKind {
     use ArtifactKind as K;
@@ -534,13 +647,20 @@ pub fn classify(name: &str) -> ArtifactKind {
         "generation_config.json" => return K::GenerationConfig,
         "scheduler_config.json" => return K::SchedulerConfig,
         "adapter_config.json" => return K::AdapterConfig,
-        "hparams.yaml" | "hparams.yml" => return K::HParams,
+        // A run's saved configuration: Lightning `hparams.yaml`, Ultralytics and timm
+        // `args.yaml`, YOLOv5 `opt.yaml`.
+        "hparams.yaml" | "hparams.yml" | "args.yaml" | "args.yml" | "opt.yaml" => {
+            return K::HParams
+        }
         "training_args.bin" => return K::TrainingArgs,
         "scheduler.pt" | "scheduler.pth" | "scheduler.bin" | "lr_scheduler.pt"
         | "lr_scheduler.bin" => return K::Scheduler,
         "scaler.pt" => return K::Other,
         "model_index.json" => return K::PipelineIndex,
         ".metadata" => return K::DcpMetadata,
+        "latest" | "checkpoint" | "latest_checkpointed_iteration.txt" | "last_checkpoint" => {
+            return K::CheckpointPointer
+        }
         _ => {}
     }
     if n.starts_with("events.out.tfevents") {
@@ -554,6 +674,14 @@ pub fn classify(name: &str) -> ArtifactKind {
         || (stem.starts_with("random_states") && ext == "pkl")
     {
         return K::RngState;
+    }
+    if matches!(ext, "pkl" | "pickle")
+        && (stem.contains("vecnormalize") || stem.contains("vec_normalize"))
+    {
+        return K::VecNormalize;
+    }
+    if matches!(ext, "h5" | "hdf5" | "keras") {
+        return K::Hdf5Weights;
     }
     if ext == "json"
         && stem.ends_with(".index")
@@ -643,6 +771,13 @@ mod tests {
             ("tokenizer.json", K::Other),
             ("README.md", K::Other),
             ("train_results.json", K::Other),
+            ("vec_normalize.pkl", K::VecNormalize),
+            ("rl_model_vecnormalize_64_steps.pkl", K::VecNormalize),
+            ("model.h5", K::Hdf5Weights),
+            ("model.keras", K::Hdf5Weights),
+            ("latest", K::CheckpointPointer),
+            ("checkpoint", K::CheckpointPointer),
+            ("latest_checkpointed_iteration.txt", K::CheckpointPointer),
         ] {
             assert_eq!(classify(n), k, "{n}");
         }

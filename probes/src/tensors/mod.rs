@@ -1,7 +1,9 @@
 //! Tensor containers and statistics: safetensors (single and sharded), torch zip checkpoints
-//! (`.pt/.bin/.pth/.ckpt`) via a pickle VM that never executes code, optimizer/scheduler
-//! state, the fused CPU statistics pass, two-tensor comparison, the per-run tensor pass
-//! ([`pass`]: each tensor streamed once, figures cached) and the candle (GPU) path.
+//! (sniffed by content, under any name: `.pt/.bin/.pth/.ckpt/.pth.tar/.cleanrl_model`, SB3's
+//! `policy.pth` inside its `.zip`) via a pickle VM that never executes code, pickled
+//! `nn.Module` graphs ([`modgraph`]), numpy arrays in pickles ([`numpy`], [`vecnorm`]),
+//! optimizer/scheduler state, the fused CPU statistics pass, two-tensor comparison, the per-run
+//! tensor pass ([`pass`]: each tensor streamed once, figures cached) and the candle (GPU) path.
 //!
 //! A [`TensorFile`] knows its inventory from headers before any tensor byte is read; tensors
 //! are then read one at a time from a memory map, so peak memory stays near one tensor.
@@ -11,12 +13,17 @@ pub mod compare;
 pub mod dcp;
 pub mod dtype;
 pub mod mapguard;
+pub mod modgraph;
+pub mod numpy;
 pub mod optim;
 pub mod pass;
 pub mod pickle;
 pub mod safetensors;
+pub mod sb3;
+pub mod sniff;
 pub mod stats;
 pub mod torchzip;
+pub mod vecnorm;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -43,6 +50,9 @@ pub struct TensorInfo {
     pub name: String,
     pub dtype: DType,
     pub shape: Vec<usize>,
+    /// Known to be a registered buffer (from a pickled module's `_buffers`), not a parameter.
+    /// False when the container does not say (a state dict mixes both).
+    pub buffer: bool,
 }
 
 impl TensorInfo {
@@ -143,7 +153,24 @@ impl TensorFile {
     /// Opens a `.safetensors` file, a sharded `*.index.json`, or a torch zip checkpoint,
     /// reading only headers (and `data.pkl`).
     pub fn open(path: impl AsRef<Path>) -> Result<TensorFile> {
-        let path = path.as_ref();
+        Self::open_inner(path.as_ref(), None)
+    }
+
+    /// Opens one part of a torch checkpoint that holds several models: `part` is a top-level
+    /// key (`ema` of an Ultralytics checkpoint, `state_dict_ema` of timm) holding a module or
+    /// a state dict. An error naming the file when the key holds no tensors.
+    pub fn open_part(path: impl AsRef<Path>, part: &str) -> Result<TensorFile> {
+        Self::open_inner(path.as_ref(), Some(part))
+    }
+
+    fn open_inner(path: &Path, part: Option<&str>) -> Result<TensorFile> {
+        if let Some(part) = part {
+            let z = TorchZip::open(path)?;
+            let mut tf = TensorFile::empty(path, FileKind::TorchZip);
+            tf.add_torch(z, Some(part))?;
+            tf.build_index(path)?;
+            return Ok(tf);
+        }
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -214,7 +241,7 @@ impl TensorFile {
             || (!safeish && matches!(ext.as_str(), "pt" | "pth" | "bin" | "ckpt" | "pkl" | "tar"))
         {
             let z = TorchZip::open(path)?;
-            self.add_torch(z)
+            self.add_torch(z, None)
         } else if safeish || ext == "safetensors" {
             let s = SafeFile::open(path)?;
             let file = self.safes.len();
@@ -238,10 +265,39 @@ impl TensorFile {
         }
     }
 
-    fn add_torch(&mut self, z: TorchZip) -> Result<()> {
-        let file = self.torch.len();
-        let mut found: Vec<(String, TensorRef)> = Vec::new();
+    fn add_torch(&mut self, z: TorchZip, part: Option<&str>) -> Result<()> {
         let root = z.root();
+        let chosen = match part {
+            Some(p) => {
+                let v = lookup(root, p).filter(|v| modgraph::is_module(v) || has_tensor(v));
+                let v = v.ok_or_else(|| {
+                    ReadError::format(z.path(), format!("no model weights under key {p:?}"))
+                })?;
+                Some((p.to_string(), v))
+            }
+            None => modgraph::root_module(root),
+        };
+        if let Some((key, m)) = chosen {
+            let mut found = Vec::new();
+            if modgraph::is_module(m) {
+                modgraph::walk(m, "", &mut found).map_err(|e| ReadError::format(z.path(), e))?;
+            } else {
+                let mut flat = Vec::new();
+                flatten(m, String::new(), &mut flat);
+                found.extend(flat.into_iter().map(|(name, tref)| modgraph::Found {
+                    name,
+                    tref,
+                    buffer: false,
+                }));
+            }
+            let found = found
+                .into_iter()
+                .map(|f| (f.name.replace("_orig_mod.", ""), f.tref, f.buffer))
+                .collect();
+            self.wrapper = Some(key).filter(|k| !k.is_empty());
+            return self.push_torch(z, found);
+        }
+        let mut found: Vec<(String, TensorRef)> = Vec::new();
         // Strip one wrapper level (`state_dict`, `model` …) when the root holds no tensors itself.
         let mut wrapper = None;
         let mut nested = false;
@@ -287,7 +343,15 @@ impl TensorFile {
                 }
             }
         }
-        for (name, t) in found {
+        self.wrapper = wrapper;
+        let found = found.into_iter().map(|(n, t)| (n, t, false)).collect();
+        self.push_torch(z, found)
+    }
+
+    /// Checks each tensor's view against its storage and appends it.
+    fn push_torch(&mut self, z: TorchZip, found: Vec<(String, TensorRef, bool)>) -> Result<()> {
+        let file = self.torch.len();
+        for (name, t, buffer) in found {
             let numel = t.numel().and_then(|n| n.checked_mul(t.dtype.size()));
             if numel.is_none() {
                 return Err(ReadError::format(
@@ -312,10 +376,10 @@ impl TensorFile {
                 name,
                 dtype: t.dtype,
                 shape: t.shape.clone(),
+                buffer,
             });
             self.locs.push(Loc::Torch { file, tref: t });
         }
-        self.wrapper = wrapper;
         self.torch.push(z);
         Ok(())
     }
@@ -343,6 +407,7 @@ impl TensorFile {
                 name,
                 dtype: t.dtype,
                 shape: t.shape.clone(),
+                buffer: false,
             });
             tf.locs.push(Loc::Dcp {
                 tensor: tf.dcp.len(),

@@ -1,4 +1,5 @@
-//! Optimizer state (`optimizer.pt`: `state` per parameter index + `param_groups`) read with our
+//! Optimizer state (`optimizer.pt`: `state` per parameter index + `param_groups`; an SB3
+//! archive's `policy.optimizer.pth`) read with our
 //! own walker over the unpickled dict — candle's `read_all` sees no tensors there — plus a
 //! generic reader for other pickled dicts (`scheduler.pt`, `training_args.bin`). A DeepSpeed
 //! ZeRO partition (`zero_pp_rank_*_optim_states.pt`) flattens each group's state into one
@@ -64,6 +65,12 @@ impl OptimizerState {
     pub fn read(path: impl AsRef<Path>) -> Result<OptimizerState> {
         let path = path.as_ref();
         let zip = TorchZip::open(path)?;
+        // A Stable-Baselines3 archive opens as its policy; its optimizer is another member.
+        let zip = if zip.member() == Some(super::sb3::POLICY) {
+            TorchZip::open_member(path, super::sb3::OPTIMIZER)?
+        } else {
+            zip
+        };
         if let Some(groups) = zero_groups(path, zip.root())? {
             return Ok(OptimizerState {
                 groups,

@@ -204,6 +204,7 @@ fn parse_header(path: &Path, buf: &[u8]) -> Result<(Located, Meta)> {
             name: name.clone(),
             dtype,
             shape,
+            buffer: false,
         };
         let nbytes = info
             .checked_nbytes()

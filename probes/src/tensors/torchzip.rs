@@ -1,6 +1,8 @@
-//! Torch zip checkpoints (`torch.save` ≥ 1.6: `.pt`, `.bin`, `.pth`, `.ckpt`): the archive is
-//! memory-mapped, its `<prefix>/data.pkl` read with the safe pickle VM, and each storage
-//! (`<prefix>/data/<key>`, normally STORED) sliced straight out of the map when a tensor needs it.
+//! Torch zip checkpoints (`torch.save` ≥ 1.6, under any name: `.pt`, `.pth.tar`, `.cleanrl_model`
+//! …): the archive is memory-mapped, its `<prefix>/data.pkl` read with the safe pickle VM, and
+//! each storage (`<prefix>/data/<key>`, normally STORED) sliced straight out of the map when a
+//! tensor needs it. A torch zip stored inside another zip (Stable-Baselines3's `policy.pth` in
+//! its model `.zip`) is read in place, as a window of the outer file's map.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -17,18 +19,27 @@ use super::{contiguous_view, TensorBytes};
 use crate::error::{ReadError, Result};
 
 #[derive(Debug, Clone, Copy)]
-struct Entry {
+pub(crate) struct Entry {
     /// Offset of the entry's (stored) bytes in the file.
-    start: usize,
-    size: usize,
-    stored: bool,
+    pub(crate) start: usize,
+    pub(crate) size: usize,
+    pub(crate) stored: bool,
 }
+
+/// Most members a zip archive may list (its central directory is parsed before anything else).
+pub const MAX_MEMBERS: usize = 1 << 20;
 
 /// An opened torch zip archive.
 pub struct TorchZip {
     path: PathBuf,
     file: File,
     map: GuardedMap,
+    /// Where the torch archive starts in the file (0, or a stored member of an outer zip).
+    base: usize,
+    /// Its length in bytes.
+    len: usize,
+    /// The outer archive's member this was read from (`policy.pth`), if any.
+    member: Option<String>,
     prefix: String,
     entries: HashMap<String, Entry>,
     root: Value,
@@ -57,36 +68,104 @@ pub(crate) fn map_file(path: &Path) -> Result<(File, GuardedMap)> {
 
 impl TorchZip {
     /// Opens an archive and interprets its `data.pkl`; no storage bytes are touched yet.
+    /// A Stable-Baselines3 model `.zip` opens as its `policy.pth` (the weights); see
+    /// [`TorchZip::open_member`] for its other members.
     pub fn open(path: impl AsRef<Path>) -> Result<TorchZip> {
         let path = path.as_ref();
         let (file, map) = map_file(path)?;
         if !map.starts_with(b"PK\x03\x04") {
-            if map.first() == Some(&0x80) || map.starts_with(&[0x8a, 0x0a]) {
-                return Err(ReadError::format(
-                    path,
-                    "legacy torch serialization not supported; re-save with torch>=1.6",
-                ));
-            }
-            return Err(ReadError::format(
-                path,
-                "not a torch zip archive (no zip signature)",
-            ));
+            use super::sniff::Sniffed;
+            let why = match super::sniff::sniff(path) {
+                Sniffed::VecNormalize => "a Stable-Baselines3 VecNormalize pickle (running statistics, not a tensor file; `inspect` on its run folder shows them)",
+                Sniffed::Hdf5 => "HDF5 weights: not read (no pure-Rust HDF5 reader); convert them to safetensors",
+                Sniffed::Pickle => "a plain pickle, not a torch checkpoint (torch.save writes a zip archive)",
+                _ if map.first() == Some(&0x80) || map.starts_with(&[0x8a, 0x0a]) => {
+                    "legacy torch serialization not supported; re-save with torch>=1.6"
+                }
+                _ => "not a torch zip archive (no zip signature)",
+            };
+            return Err(ReadError::format(path, why));
         }
         let entries = read_directory(path, &map)?;
-        let (pkl, prefix) = data_pkl(path, &map, &entries)?;
-        let e = entries[&pkl];
-        let data = entry_bytes(path, &map, &pkl, e)?;
-        let root =
-            pickle::parse(data).map_err(|err| ReadError::format(path, format!("{pkl}: {err}")))?;
+        if data_pkl(path, &map, &entries).is_err() && entries.contains_key(super::sb3::POLICY) {
+            drop(map);
+            return Self::open_member(path, super::sb3::POLICY);
+        }
+        let len = map.len();
+        Self::from_window(path, file, map, 0, len, entries, None)
+    }
+
+    /// Opens the torch archive stored as member `member` of the zip at `path` (SB3's
+    /// `policy.pth`, `policy.optimizer.pth`); the member must be stored, not compressed.
+    pub fn open_member(path: impl AsRef<Path>, member: &str) -> Result<TorchZip> {
+        let path = path.as_ref();
+        let (file, map) = map_file(path)?;
+        if !map.starts_with(b"PK\x03\x04") {
+            return Err(ReadError::format(
+                path,
+                "not a zip archive (no zip signature)",
+            ));
+        }
+        let outer = read_directory(path, &map)?;
+        let e = *outer
+            .get(member)
+            .ok_or_else(|| ReadError::format(path, format!("no member {member} in the archive")))?;
+        let inner = entry_bytes(path, &map, member, e)?;
+        let entries = read_directory(path, inner).map_err(|err| {
+            ReadError::format(path, format!("{member}: {}", super::strip_path(&err)))
+        })?;
+        Self::from_window(
+            path,
+            file,
+            map,
+            e.start,
+            e.size,
+            entries,
+            Some(member.to_string()),
+        )
+    }
+
+    fn from_window(
+        path: &Path,
+        file: File,
+        map: GuardedMap,
+        base: usize,
+        len: usize,
+        entries: HashMap<String, Entry>,
+        member: Option<String>,
+    ) -> Result<TorchZip> {
+        let bytes = &map[base..base + len];
+        let at = |m: String| match &member {
+            Some(o) => format!("{o}: {m}"),
+            None => m,
+        };
+        let (pkl, prefix) = data_pkl(path, bytes, &entries)
+            .map_err(|e| ReadError::format(path, at(super::strip_path(&e))))?;
+        let data = entry_bytes(path, bytes, &pkl, entries[&pkl])?;
+        let root = pickle::parse(data)
+            .map_err(|err| ReadError::format(path, at(format!("{pkl}: {err}"))))?;
         super::intact(path, map.damaged())?;
         Ok(TorchZip {
             path: path.to_path_buf(),
             file,
             map,
+            base,
+            len,
+            member,
             prefix,
             entries,
             root,
         })
+    }
+
+    /// This archive's bytes (the whole file, or the outer zip's member).
+    fn bytes(&self) -> &[u8] {
+        &self.map[self.base..self.base + self.len]
+    }
+
+    /// The outer archive's member this was read from (`policy.pth`), if any.
+    pub fn member(&self) -> Option<&str> {
+        self.member.as_deref()
     }
 
     pub fn path(&self) -> &Path {
@@ -112,7 +191,7 @@ impl TorchZip {
                 format!("storage {name} is missing from the archive"),
             )
         })?;
-        entry_bytes(&self.path, &self.map, &name, e)
+        entry_bytes(&self.path, self.bytes(), &name, e)
     }
 
     /// The tensor's contiguous little-endian bytes (zero-copy when its view is contiguous).
@@ -160,9 +239,19 @@ impl TorchZip {
     }
 }
 
-fn read_directory(path: &Path, map: &[u8]) -> Result<HashMap<String, Entry>> {
+/// The members of the zip archive in `map` (offsets relative to `map`), at most [`MAX_MEMBERS`].
+pub(crate) fn read_directory(path: &Path, map: &[u8]) -> Result<HashMap<String, Entry>> {
     let archive = zip::ZipArchive::new(Cursor::new(map))
         .map_err(|e| ReadError::format(path, format!("bad zip archive: {e}")))?;
+    if archive.len() > MAX_MEMBERS {
+        return Err(ReadError::format(
+            path,
+            format!(
+                "zip archive lists {} members, more than the {MAX_MEMBERS} budget",
+                archive.len()
+            ),
+        ));
+    }
     let mut out = HashMap::new();
     for i in 0..archive.len() {
         let ent = archive
@@ -233,7 +322,13 @@ fn local_data_start(map: &[u8], header: u64) -> Option<u64> {
     Some(header + 30 + name_len + extra_len)
 }
 
-fn entry_bytes<'m>(path: &Path, map: &'m [u8], name: &str, e: Entry) -> Result<&'m [u8]> {
+/// A stored member's bytes; a compressed member is refused (never inflated: no zip bomb).
+pub(crate) fn entry_bytes<'m>(
+    path: &Path,
+    map: &'m [u8],
+    name: &str,
+    e: Entry,
+) -> Result<&'m [u8]> {
     if !e.stored {
         return Err(ReadError::format(path, format!("{name}: compressed zip entries are not supported (torch.save writes them stored); re-save with torch.save")));
     }
@@ -263,7 +358,8 @@ pub(crate) fn release(map: &Mmap, range: std::ops::Range<usize>) {
 impl TorchZip {
     pub(crate) fn release_storage(&self, key: &str) {
         if let Some(e) = self.entries.get(&format!("{}data/{key}", self.prefix)) {
-            release(&self.map, e.start..e.start + e.size);
+            let at = self.base + e.start;
+            release(&self.map, at..at + e.size);
         }
     }
 
@@ -288,7 +384,7 @@ impl TorchZip {
         if !e.stored || start.checked_add(len)? > e.size {
             return None;
         }
-        Some((&self.file, (e.start + start) as u64, len))
+        Some((&self.file, (self.base + e.start + start) as u64, len))
     }
 }
 

@@ -1,5 +1,6 @@
 //! `label_mask` (L2, L7, O15): pad and prompt positions masked with the ignore index.
 
+use crate::config::ModelConfig;
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 
 use crate::probes::batch::read::*;
@@ -11,6 +12,9 @@ pub(super) const LABEL_MASK: ProbeSpec = ProbeSpec {
         "batch:labels",
         "batch:attention_mask",
         "batch:input_ids",
+        "batch:decoder_attention_mask",
+        "config:is_encoder_decoder",
+        "config:pad_token_id",
         "fact:phase",
     ],
     params: &["min_masked_sft", "max_masked_rows_frac"],
@@ -33,6 +37,10 @@ pub fn label_mask(ctx: &ProbeCtx) -> Vec<Verdict> {
         "no batch carries token labels (labels shaped like input_ids)",
         |b| {
             let lt = b.find(LABELS)?;
+            // An encoder–decoder's labels are the decoder's targets: judged on their own.
+            if is_encoder_decoder(ctx, cfg.as_ref(), b) {
+                return seq2seq_mask(ctx, b, cfg.as_ref(), ph.as_deref(), max_dead_rows);
+            }
             let ids_t = b.find(INPUT_IDS);
             let attn_t = b.find(ATTN);
             // Token labels only: shaped like input_ids (or the attention mask).
@@ -138,11 +146,7 @@ pub fn label_mask(ctx: &ProbeCtx) -> Vec<Verdict> {
             let sft = ph.as_deref() == Some("sft");
             let prompt_scored = sft && real_masked_frac < min_masked;
             if pad_scored > 0 {
-                let entry = match ph.as_deref() {
-                    Some("eval" | "ppl" | "perplexity" | "evaluation") => "L7",
-                    Some("sft") => "L2",
-                    _ => "O15",
-                };
+                let entry = pad_entry(ph.as_deref());
                 let also = if prompt_scored {
                     "; the prompt is not masked either (phase=sft)"
                 } else {
@@ -183,5 +187,112 @@ pub fn label_mask(ctx: &ProbeCtx) -> Vec<Verdict> {
                     .message(note),
             )
         },
+    )
+}
+
+/// The entry a scored pad names, by phase: evaluation (L7), SFT (L2), else the loss's
+/// denominator (O15).
+fn pad_entry(ph: Option<&str>) -> &'static str {
+    match ph {
+        Some("eval" | "ppl" | "perplexity" | "evaluation") => "L7",
+        Some("sft") => "L2",
+        _ => "O15",
+    }
+}
+
+/// L2 / O15 on an encoder–decoder batch: the decoder labels (their own length, beside
+/// input_ids of another) must hold the ignore index, not the pad id, past each target's end.
+fn seq2seq_mask(
+    ctx: &ProbeCtx,
+    b: &Batch,
+    cfg: Option<&ModelConfig>,
+    ph: Option<&str>,
+    max_dead_rows: f64,
+) -> Option<Verdict> {
+    let (labels, dmask) = match decoder_labels(b)? {
+        Ok(x) => x,
+        Err(e) => return Some(Verdict::skip("L2", e)),
+    };
+    let ign = ignore_index(ctx);
+    let eos = eos_ids(ctx, cfg);
+    let pad = decoder_pad_id(ctx, cfg, &eos);
+    let l = labels.row_len().max(1);
+    let rows: Vec<TargetRow> = labels
+        .rows()
+        .enumerate()
+        .map(|(r, row)| {
+            let m = dmask.as_ref().map(|m| &m.v[r * l..r * l + row.len()]);
+            target_row(row, m, pad, &eos, ign)
+        })
+        .collect();
+    let n = labels.v.len();
+    let masked = labels.v.iter().filter(|&&x| x == ign).count();
+    let pad_n: usize = rows.iter().map(|r| r.pad).sum();
+    let pad_scored: usize = rows.iter().map(|r| r.pad_scored).sum();
+    let rows_scored = rows.iter().filter(|r| r.pad_scored > 0).count();
+    let rows_dead = rows.iter().filter(|r| r.all_masked).count();
+    let dead_frac = rows_dead as f64 / rows.len().max(1) as f64;
+    let masked_frac = masked as f64 / n.max(1) as f64;
+    let pad_source = match (&dmask, pad) {
+        (Some(_), _) => "decoder_attention_mask == 0".to_string(),
+        (None, Some(p)) if eos.contains(&p) => {
+            format!("labels == pad id {p} (= EOS) past each row's first EOS")
+        }
+        (None, Some(p)) => format!("labels == pad id {p}"),
+        (None, None) => "pad id unknown".to_string(),
+    };
+    let measured = format!(
+        "encoder–decoder: decoder labels {:?} beside input_ids, judged on their own; {} of labels = {ign}; pad positions ({pad_source}): {pad_n}, scored {pad_scored} in {rows_scored} of {} rows{}",
+        labels.shape,
+        pct(masked_frac),
+        rows.len(),
+        if rows_dead > 0 { format!("; {rows_dead} rows fully masked") } else { String::new() }
+    );
+    let mut evs = vec![b.ev(&labels.name)];
+    if let Some(m) = &dmask {
+        evs.push(b.ev(&m.name));
+    }
+    let make = |entry: &str, st: Status, out: &str| {
+        let mut v = Verdict::new(entry, st, out)
+            .measured(measured.clone())
+            .value("masked_frac", masked_frac)
+            .value("pad_positions", pad_n as f64)
+            .value("pad_scored", pad_scored as f64)
+            .value("rows_fully_masked", rows_dead as f64)
+            .value("rows_fully_masked_frac", dead_frac);
+        for e in &evs {
+            v = v.evidence(e.clone());
+        }
+        v
+    };
+    if masked == n {
+        return Some(make("L2", Status::Fail, "all_masked").expected(format!("some decoder labels ≠ {ign}")).message(format!(
+            "every decoder label is {ign}: the loss is 0 (or NaN) and nothing is learned — the targets were never tokenised into labels (text_target= / as_target_tokenizer), or max_target_length cut them to nothing"
+        )));
+    }
+    if pad_scored > 0 {
+        let p = pad.map(|p| p.to_string()).unwrap_or_else(|| "?".into());
+        return Some(make(pad_entry(ph), Status::Fail, "pad_scored").expected(format!("decoder labels = {ign} at every pad position")).message(format!(
+            "{pad_scored} decoder label position(s) in {rows_scored} row(s) hold the pad id {p} instead of {ign}: the padding of the targets is scored, diluting the loss with easy pad predictions and teaching the decoder to emit pad — pad labels with {ign} (DataCollatorForSeq2Seq(label_pad_token_id=-100), ignore_pad_token_for_loss=True, or labels[labels == tokenizer.pad_token_id] = -100)"
+        )));
+    }
+    if rows_dead > 0 && dead_frac > max_dead_rows {
+        return Some(make("L2", Status::Warn, "all_masked").expected(format!("at most {} of target rows with every label = {ign}", pct(max_dead_rows))).message(format!(
+            "{rows_dead} of {} target rows ({}) have every decoder label = {ign}: those examples cost compute and teach nothing — empty targets in the data, or max_target_length cutting them away; decode one of them",
+            rows.len(),
+            pct(dead_frac)
+        )));
+    }
+    let note = if pad.is_none() && dmask.is_none() {
+        "decoder labels keep real targets (pad id unknown: pass --fact pad_token_id to check their padding)".to_string()
+    } else if pad_n == 0 && masked == 0 {
+        "decoder labels carry no padding in this batch".to_string()
+    } else {
+        format!("decoder labels mask their padding with {ign} ({masked} of {n} positions)")
+    };
+    Some(
+        make("L2", Status::Pass, "pass")
+            .expected(format!("decoder pad labels = {ign}; not everything masked"))
+            .message(note),
     )
 }

@@ -16,6 +16,8 @@ pub mod pad_side;
 pub mod pad_token;
 pub mod read;
 pub mod schema;
+#[cfg(test)]
+mod seq2seq_tests;
 
 /// The batch probes, in registry order.
 pub const SPECS: &[ProbeSpec] = &[

@@ -57,9 +57,11 @@ pub fn pad_token(ctx: &ProbeCtx) -> Vec<Verdict> {
             .ints(ATTN)
             .and_then(Result::ok)
             .filter(|a| a.shape == ids.shape);
+        // An encoder–decoder's labels are the decoder's targets, not aligned with input_ids.
+        let enc_dec = is_encoder_decoder(ctx, c, b);
         let labels = b
             .find(LABELS)
-            .filter(|l| l.shape == ids.shape)
+            .filter(|l| l.shape == ids.shape && !enc_dec)
             .and_then(|t| b.read_ints(t).ok());
         let seqcls = is_seq_cls(c, b, &ids);
         let (mut lo, mut hi) = (i64::MAX, i64::MIN);

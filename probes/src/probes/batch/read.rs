@@ -369,3 +369,157 @@ pub(crate) fn is_segmentation(b: &Batch, l: &TensorInfo) -> bool {
     }
     false
 }
+
+// ---------------------------------------------------------------------------------------
+// Encoder–decoder batches: labels on the decoder side, judged on their own
+
+pub(crate) const DECODER_IDS: &[&str] = &["decoder_input_ids"];
+pub(crate) const DECODER_ATTN: &[&str] = &["decoder_attention_mask"];
+
+/// Model types whose `*ForConditionalGeneration` is an encoder–decoder (for a config.json that
+/// does not say `is_encoder_decoder`).
+const SEQ2SEQ_TYPES: &[&str] = &[
+    "t5",
+    "mt5",
+    "umt5",
+    "longt5",
+    "switch_transformers",
+    "bart",
+    "mbart",
+    "plbart",
+    "pegasus",
+    "pegasus_x",
+    "bigbird_pegasus",
+    "marian",
+    "led",
+    "blenderbot",
+    "blenderbot-small",
+    "prophetnet",
+    "xlm-prophetnet",
+    "fsmt",
+    "m2m_100",
+    "nllb-moe",
+    "whisper",
+    "speech_to_text",
+    "encoder-decoder",
+];
+
+/// Whether the model is an encoder–decoder, so `labels` are the decoder's targets (their own
+/// length, not input_ids'): the fact `is_encoder_decoder`, config.json's `is_encoder_decoder`,
+/// a seq2seq model type's `*ForConditionalGeneration`, or a batch carrying decoder inputs.
+pub(crate) fn is_encoder_decoder(ctx: &ProbeCtx, cfg: Option<&ModelConfig>, b: &Batch) -> bool {
+    if let Some(v) = ctx.facts.bool("is_encoder_decoder") {
+        return v;
+    }
+    if let Some(c) = cfg {
+        if let Some(v) = c
+            .raw
+            .get("is_encoder_decoder")
+            .and_then(serde_json::Value::as_bool)
+        {
+            if v {
+                return true;
+            }
+        } else if c
+            .model_type
+            .as_deref()
+            .is_some_and(|t| SEQ2SEQ_TYPES.contains(&t.to_ascii_lowercase().as_str()))
+            && (c.architectures.is_empty()
+                || c.architectures
+                    .iter()
+                    .any(|a| a.ends_with("ForConditionalGeneration")))
+        {
+            return true;
+        }
+    }
+    b.find(DECODER_IDS).is_some() || b.find(DECODER_ATTN).is_some()
+}
+
+/// The id the decoder pads its targets with: the pad id (fact or config), else config.json's
+/// `decoder_start_token_id` unless that is an EOS id (BART starts the decoder with EOS).
+pub(crate) fn decoder_pad_id(
+    ctx: &ProbeCtx,
+    cfg: Option<&ModelConfig>,
+    eos: &[i64],
+) -> Option<i64> {
+    PadId::of(ctx, cfg).id().or_else(|| {
+        cfg.and_then(|c| c.raw.get("decoder_start_token_id"))
+            .and_then(serde_json::Value::as_i64)
+            .filter(|d| !eos.contains(d))
+    })
+}
+
+/// One row of decoder labels, read apart from the encoder's input_ids.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct TargetRow {
+    /// Index of the last real target (not the ignore index, not padding), if any.
+    pub(crate) last: Option<usize>,
+    /// Positions holding padding that keep a label other than the ignore index.
+    pub(crate) pad_scored: usize,
+    /// Positions that are padding (decoder_attention_mask == 0, or the pad id's trailing run).
+    pub(crate) pad: usize,
+    /// Every label is the ignore index.
+    pub(crate) all_masked: bool,
+}
+
+/// Reads one row of decoder labels: padding is where `dmask` is 0, else the pad id — all of
+/// it when the pad id is not an EOS id (T5 pads with 0, BART with 1), only past the first of
+/// the trailing run when it is (pad = EOS: the first one is the real EOS).
+pub(crate) fn target_row(
+    labels: &[i64],
+    dmask: Option<&[i64]>,
+    pad: Option<i64>,
+    eos: &[i64],
+    ign: i64,
+) -> TargetRow {
+    let n = labels.len();
+    let pad_is_eos = pad.is_some_and(|p| eos.contains(&p));
+    let mut is_pad = vec![false; n];
+    match (dmask, pad) {
+        (Some(m), _) => {
+            for (i, &x) in m.iter().enumerate().take(n) {
+                is_pad[i] = x == 0;
+            }
+        }
+        (None, Some(p)) if !pad_is_eos => {
+            for (i, &x) in labels.iter().enumerate() {
+                is_pad[i] = x == p;
+            }
+        }
+        (None, Some(p)) => {
+            // The trailing run of the pad (= EOS) id, -100s in it included; its first EOS is real.
+            let end = labels.iter().rposition(|&x| x != p && x != ign);
+            let start = end.map_or(0, |e| e + 1);
+            if let Some(first) = (start..n).find(|&i| labels[i] == p) {
+                for (i, flag) in is_pad.iter_mut().enumerate().skip(first + 1) {
+                    *flag = labels[i] == p;
+                }
+            }
+        }
+        _ => {}
+    }
+    TargetRow {
+        last: (0..n).rev().find(|&i| labels[i] != ign && !is_pad[i]),
+        pad_scored: (0..n).filter(|&i| is_pad[i] && labels[i] != ign).count(),
+        pad: is_pad.iter().filter(|&&p| p).count(),
+        all_masked: n > 0 && labels.iter().all(|&x| x == ign),
+    }
+}
+
+/// The decoder labels of an encoder–decoder batch (and its decoder_attention_mask when shaped
+/// like them): None when the batch has no labels or they are not token rows.
+pub(crate) fn decoder_labels(b: &Batch) -> Option<Result<(Ints, Option<Ints>), String>> {
+    let lt = b.find(LABELS)?;
+    if lt.shape.len() < 2 {
+        return None;
+    }
+    let labels = match b.read_ints(lt) {
+        Ok(l) => l,
+        Err(e) => return Some(Err(e)),
+    };
+    let dmask = b
+        .ints(DECODER_ATTN)
+        .and_then(Result::ok)
+        .filter(|m| m.shape == labels.shape);
+    Some(Ok((labels, dmask)))
+}

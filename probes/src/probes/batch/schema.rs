@@ -122,7 +122,9 @@ pub(super) const EOS_TARGET: ProbeSpec = ProbeSpec {
     inputs: &[
         "batch:input_ids",
         "batch:labels",
+        "batch:decoder_attention_mask",
         "config:eos_token_id",
+        "config:is_encoder_decoder",
         "fact:phase",
     ],
     params: &["min_rows"],
@@ -151,7 +153,12 @@ pub fn eos_target(ctx: &ProbeCtx) -> Vec<Verdict> {
         )];
     }
     let ign = ignore_index(ctx);
+    let c = cfg.as_ref().map(|c| &c.1);
     over_batches(ctx, "G1", "no batch carries input_ids and labels", |b| {
+        // An encoder–decoder's labels are the decoder's targets: every one ends in EOS.
+        if is_encoder_decoder(ctx, c, b) {
+            return seq2seq_eos(ctx, b, c, &eos, min_rows);
+        }
         let ids = match b.ints(INPUT_IDS)? {
             Ok(i) => i,
             Err(e) => return Some(Verdict::skip("G1", e)),
@@ -217,6 +224,81 @@ pub fn eos_target(ctx: &ProbeCtx) -> Vec<Verdict> {
                 ..v
             }
         })
+    })
+}
+
+/// G1 on an encoder–decoder batch: each decoder target row (labels of their own length) ends,
+/// at its last position that is neither the ignore index nor padding, in EOS. Rows filling the
+/// whole label length without one may have been cut by max_target_length: not judged.
+fn seq2seq_eos(
+    ctx: &ProbeCtx,
+    b: &Batch,
+    cfg: Option<&crate::config::ModelConfig>,
+    eos: &[i64],
+    min_rows: usize,
+) -> Option<Verdict> {
+    let (labels, dmask) = match decoder_labels(b)? {
+        Ok(x) => x,
+        Err(e) => return Some(Verdict::skip("G1", e)),
+    };
+    let ign = ignore_index(ctx);
+    let pad = decoder_pad_id(ctx, cfg, eos);
+    let l = labels.row_len().max(1);
+    let (mut rows, mut with_eos, mut cut) = (0usize, 0usize, 0usize);
+    for (r, row) in labels.rows().enumerate() {
+        let m = dmask.as_ref().map(|m| &m.v[r * l..r * l + row.len()]);
+        let Some(last) = target_row(row, m, pad, eos, ign).last else {
+            continue;
+        };
+        let ends = eos.contains(&row[last]);
+        if !ends && last + 1 >= row.len() {
+            cut += 1;
+            continue;
+        }
+        rows += 1;
+        with_eos += ends as usize;
+    }
+    if rows == 0 {
+        return None;
+    }
+    let ids = eos
+        .iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join("/");
+    let v = Verdict::new("G1", Status::Pass, "pass")
+        .measured(format!(
+            "encoder–decoder: {with_eos} of {rows} decoder target rows {:?} end in EOS ({ids}){}",
+            labels.shape,
+            if cut > 0 {
+                format!("; {cut} rows fill the label length without one (cut by max_target_length?), not judged")
+            } else {
+                String::new()
+            }
+        ))
+        .expected("every decoder target ends in EOS")
+        .evidence(b.ev(&labels.name))
+        .value("rows", rows as f64)
+        .value("rows_with_eos", with_eos as f64);
+    Some(if with_eos == 0 && rows >= min_rows {
+        Verdict {
+            status: Status::Fail,
+            outcome: "no_eos".into(),
+            message: format!("no decoder target in this batch ends in EOS ({ids}): the decoder is never taught to stop, so generation runs to max_length — tokenise the targets with their special tokens (text_target=…, add_special_tokens=True; T5/BART tokenizers append </s>) and keep the EOS unmasked"),
+            ..v
+        }
+    } else if with_eos == 0 {
+        Verdict {
+            status: Status::Skip,
+            outcome: "skip".into(),
+            message: format!("fewer than {min_rows} target rows to judge"),
+            ..v
+        }
+    } else {
+        Verdict {
+            message: "decoder targets end in EOS".into(),
+            ..v
+        }
     })
 }
 

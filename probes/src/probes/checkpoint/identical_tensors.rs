@@ -46,12 +46,16 @@ fn bias_before_batchnorm(m: &Model, name: &str) -> bool {
 
 /// Tensors expected not to train: declared frozen, a LoRA base, a tower frozen by the stage,
 /// a bias feeding BatchNorm.
-fn expected_static<'a>(ctx: &ProbeCtx, m: &'a Model) -> impl Fn(&str) -> bool + 'a {
+fn expected_static<'a>(ctx: &'a ProbeCtx, m: &'a Model) -> impl Fn(&str) -> bool + 'a {
     let frozen = ctx.facts.list("frozen");
     let lora = m.has_lora();
     let stage = ctx.facts.u64("stage");
+    let run = ctx.run;
     move |name: &str| {
-        if frozen.iter().any(|p| under(name, p)) || bias_before_batchnorm(m, name) {
+        if frozen.iter().any(|p| under(name, p))
+            || bias_before_batchnorm(m, name)
+            || super::by_design::unused_by_design(run, name).is_some()
+        {
             return true;
         }
         if lora && !is_lora(name) && !name.contains("modules_to_save") {
@@ -109,8 +113,27 @@ pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
         a.step,
         b.step
     );
+    // The optimizer says whether "not in the optimizer" can be the cause: when its groups
+    // hold at least as many params as the model has trainable tensors, and more tensors sat
+    // still than params lack state, those tensors were in the optimizer and received
+    // gradients — all zero: the loss does not depend on them (an unused branch, a pooler under
+    // mean pooling, a head for a scale no target reaches). Not O2's bug.
+    let zero_grad = (!static_.is_empty() && moved > 0)
+        .then(|| crate::probes::checkpoint::optimizer_state::newest_optimizer(ctx.run, E).ok())
+        .flatten()
+        .filter(|(o, _)| !o.partitioned && !o.state.is_empty())
+        .is_some_and(|(o, _)| {
+            let total: usize = o.groups.iter().map(|g| g.params.len()).sum();
+            total >= mv.len() && static_.len() > o.params_without_state().len()
+        });
     let mut v = if static_.is_empty() {
         Verdict::new(E, Status::Pass, "pass").message("every trainable tensor moved")
+    } else if zero_grad {
+        Verdict::new(E, Status::Pass, "pass").message(format!(
+            "{} tensor(s) did not move ({}), but the optimizer holds every trainable tensor and state for more of them than sat still: they received zero gradients — the loss does not use them (an unused branch or module), not params missing from the optimizer",
+            static_.len(),
+            list_some(&names, 4)
+        ))
     } else if moved == 0 {
         Verdict::new("O4", Status::Fail, "all_identical").message(format!(
             "no weight changed between steps {} and {}: no update landed — optimizer.step() is never called (or before backward/after zero_grad), the loss is detached from the graph (O3: .item()/.detach()/torch.no_grad), or the LR is 0",

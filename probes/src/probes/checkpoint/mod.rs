@@ -7,6 +7,7 @@
 use crate::probe::ProbeSpec;
 
 pub mod bn_drift;
+pub(crate) mod by_design;
 pub mod counter_reset;
 pub mod ema_weights;
 pub mod frozen_drift;

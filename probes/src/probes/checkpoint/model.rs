@@ -55,10 +55,13 @@ pub(crate) fn module_of(name: &str) -> &str {
     name.rsplit_once('.').map(|(m, _)| m).unwrap_or("")
 }
 
-/// Buffers and other tensors no optimizer updates.
+/// Buffers and other tensors no optimizer updates: registered buffers (known from a pickled
+/// module's `_buffers`), and by name: norm statistics, position ids, rotary frequencies,
+/// detection anchors and strides (YOLO `anchors`, `anchor_grid`, `strides`, `stride`).
 pub(crate) fn is_buffer(name: &str, info: &TensorInfo) -> bool {
     let last = last_component(name);
-    matches!(last, "running_mean" | "running_var" | "num_batches_tracked" | "position_ids" | "inv_freq" | "masked_bias" | "token_type_ids")
+    info.buffer
+        || matches!(last, "running_mean" | "running_var" | "num_batches_tracked" | "position_ids" | "inv_freq" | "masked_bias" | "token_type_ids" | "anchors" | "anchor_grid" | "strides" | "stride")
         || name.contains("relative_position_index")
         // GPT-2's causal-mask buffer `attn.bias` is [1, 1, n, n].
         || (last == "bias" && info.shape.len() == 4 && info.shape[0] == 1 && info.shape[1] == 1)
@@ -587,4 +590,38 @@ pub(crate) fn tower_of(name: &str) -> Option<Tower> {
         return Some(Tower::Llm);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensors::DType;
+
+    fn info(shape: &[usize], buffer: bool) -> TensorInfo {
+        TensorInfo {
+            name: String::new(),
+            dtype: DType::F32,
+            shape: shape.to_vec(),
+            buffer,
+        }
+    }
+
+    #[test]
+    fn detection_anchors_and_registered_buffers_are_not_weights() {
+        // YOLOv5's Detect registers `anchors`; Ultralytics keeps `stride`/`strides`.
+        for n in [
+            "model.24.anchors",
+            "model.24.anchor_grid",
+            "model.22.strides",
+            "stride",
+        ] {
+            assert!(!is_trainable(n, &info(&[3, 3, 2], false)), "{n}");
+        }
+        // A pickled module said it was a buffer, whatever its name.
+        assert!(!is_trainable("model.1.custom_table", &info(&[4, 4], true)));
+        assert!(is_trainable(
+            "model.0.conv.weight",
+            &info(&[4, 3, 3, 3], false)
+        ));
+    }
 }

@@ -7,6 +7,8 @@ use super::{first_finite, need};
 use crate::config::classifier_head;
 use crate::probes::util::*;
 
+use super::contrastive::contrastive;
+
 /// Whether the run trains a classifier head: the `task` fact says so, or config.json's
 /// `architectures` (the `architectures` fact) names a classification head.
 pub(super) fn is_classifier(ctx: &ProbeCtx) -> bool {
@@ -58,6 +60,8 @@ pub(super) const INIT_LOSS: ProbeSpec = ProbeSpec {
         "metrics:loss",
         "fact:vocab_size|num_classes",
         "fact:architectures|task",
+        "fact:loss|train_batch_size",
+        "config:model_card_loss",
     ],
     params: &[
         "band",
@@ -129,7 +133,21 @@ pub fn init_loss(ctx: &ProbeCtx) -> Vec<Verdict> {
             .measured(loss0)];
         }
     }
-    let Some((lnv, label)) = log_v(ctx) else {
+    // An in-batch contrastive loss is a cross-entropy over the batch's candidates: chance is
+    // ln K, whatever the encoder's vocabulary (unless the user states C).
+    let user_vc = ctx
+        .facts
+        .fact("num_classes")
+        .is_some_and(|f| f.source == crate::facts::FactSource::User);
+    let con = contrastive(ctx).filter(|_| !user_vc);
+    if let Some(base) = con.as_ref().and_then(|c| c.base.clone()) {
+        return vec![Verdict::skip(
+            "S1.1",
+            format!("the model card says it was fine-tuned from {base}: a fine-tune starts below ln K by design"),
+        )
+        .measured(loss0)];
+    }
+    let Some((lnv, label)) = con.map(|c| (c.ln_k(), c.label())).or_else(|| log_v(ctx)) else {
         return vec![Verdict::skip(
             "S1.1",
             "needs fact vocab_size (or num_classes) — none in config.json either",

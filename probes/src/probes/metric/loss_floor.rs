@@ -1,17 +1,25 @@
-//! `loss_floor` (O16, O12, O13): loss values a healthy run cannot produce — a cross-entropy
+//! `loss_floor` (O16, O12, O13, S4.1): loss values a healthy run cannot produce — a cross-entropy
 //! below 0, a classifier loss pressed against the double-softmax floor ln(1 + (C−1)/e), or a
-//! loss of exactly 100 (BCELoss clamps log(0) at −100).
+//! loss of exactly 100 (BCELoss clamps log(0) at −100), or an in-batch contrastive loss (MNRL,
+//! InfoNCE) that stays near chance ln K (S4.1).
 
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 
+use super::contrastive::{contrastive, Contrastive};
 use super::init_loss::is_classifier;
 use super::need;
 use crate::probes::util::*;
 
 pub(super) const LOSS_FLOOR: ProbeSpec = ProbeSpec {
     id: "loss_floor",
-    entries: &["O16", "O12", "O13"],
-    inputs: &["metrics:loss", "fact:num_classes|vocab_size", "fact:phase"],
+    entries: &["O16", "O12", "O13", "S4.1"],
+    inputs: &[
+        "metrics:loss",
+        "fact:num_classes|vocab_size",
+        "fact:phase",
+        "fact:loss|train_batch_size",
+        "config:model_card_loss",
+    ],
     params: &[
         "neg_tol",
         "min_points",
@@ -21,8 +29,16 @@ pub(super) const LOSS_FLOOR: ProbeSpec = ProbeSpec {
         "flat_frac",
         "clamp_value",
         "clamp_tol",
+        "chance_frac",
     ],
-    outcomes: &["pass", "negative", "softmax_floor", "bce_clamp", "skip"],
+    outcomes: &[
+        "pass",
+        "negative",
+        "softmax_floor",
+        "bce_clamp",
+        "chance",
+        "skip",
+    ],
     run: loss_floor,
 };
 
@@ -89,8 +105,17 @@ pub fn loss_floor(ctx: &ProbeCtx) -> Vec<Verdict> {
     }
 
     let classes = ctx.facts.u64("num_classes").filter(|c| *c > 1);
-    let categorical =
-        classes.is_some() || ctx.facts.u64("vocab_size").is_some() || is_classifier(ctx);
+    // An in-batch contrastive loss (MNRL, InfoNCE …) is a cross-entropy over K candidates,
+    // unless the user states the classes.
+    let user_classes = ctx
+        .facts
+        .fact("num_classes")
+        .is_some_and(|f| f.source == crate::facts::FactSource::User);
+    let con = contrastive(ctx).filter(|_| !user_classes);
+    let categorical = classes.is_some()
+        || ctx.facts.u64("vocab_size").is_some()
+        || is_classifier(ctx)
+        || con.is_some();
     if !categorical || rl_like(ctx) {
         if out.is_empty() {
             out.push(Verdict::skip(
@@ -124,6 +149,15 @@ pub fn loss_floor(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .evidence(series_evidence(s, min_step, min_step))
                 .value("min_loss", min_v),
         );
+        return out;
+    }
+
+    if let Some(con) = con {
+        let chance_frac = p!(ctx, "O16", "chance_frac");
+        let v = chance(&con, &fin, (min_points, tail_frac, flat_frac, chance_frac));
+        if out.is_empty() || v.status == Status::Fail {
+            out.insert(0, v.evidence(series_evidence(s, first_step, b)));
+        }
         return out;
     }
 
@@ -201,6 +235,97 @@ pub fn loss_floor(ctx: &ProbeCtx) -> Vec<Verdict> {
         );
     }
     out
+}
+
+/// S4.1 for an in-batch contrastive loss: falling from chance ln K is learning; a plateau at
+/// `chance_frac` × ln K or above is an anchor that cannot find its positive among the batch
+/// (warn while it still falls). With a cosine similarity and a known scale the logits are
+/// bounded, and the floor that bound sets is named when it holds the loss up.
+fn chance(
+    con: &Contrastive,
+    fin: &[(u64, f64)],
+    (min_points, tail_frac, flat_frac, chance_frac): (f64, f64, f64, f64),
+) -> Verdict {
+    let lnk = con.ln_k();
+    let n = fin.len();
+    if (n as f64) < min_points || lnk <= 0.0 {
+        return Verdict::skip(
+            "S4.1",
+            format!(
+                "{}: too few loss points ({n}, need {min_points}) to judge a plateau against chance",
+                con.label()
+            ),
+        );
+    }
+    let k = ((n as f64 * tail_frac).ceil() as usize).clamp(1, n);
+    let tail: Vec<f64> = fin[n - k..].iter().map(|p| p.1).collect();
+    let tail_mean = mean(&tail).unwrap_or(f64::NAN);
+    let half = k / 2;
+    let drift = if half >= 1 {
+        mean(&tail[..half]).unwrap_or(0.0) - mean(&tail[half..]).unwrap_or(0.0)
+    } else {
+        0.0
+    };
+    let frac = tail_mean / lnk;
+    let floor = con.scale_floor();
+    let scale_note = match (con.scale, floor) {
+        (Some(sc), Some(f)) => format!("; scale {} → logit floor ≈ {}", fmt(sc), fmt(f)),
+        (Some(sc), None) => format!("; scale {}", fmt(sc)),
+        _ => String::new(),
+    };
+    let measured = format!(
+        "last {k} points mean {} = {:.0}% of chance {} = {} ({} from {}){scale_note}",
+        fmt(tail_mean),
+        100.0 * frac,
+        con.label(),
+        fmt(lnk),
+        con.loss,
+        con.from
+    );
+    let v = Verdict::new("S4.1", Status::Pass, "pass")
+        .measured(measured)
+        .value("ln_k", lnk)
+        .value("tail_mean", tail_mean)
+        .value("chance_frac", frac)
+        .value("candidates", con.candidates as f64);
+    let v = match floor {
+        Some(f) => v.value("scale_floor", f),
+        None => v,
+    };
+    if frac.is_nan() || frac < chance_frac {
+        return Verdict {
+            entry: "O16".into(),
+            ..v.expected(format!("≥ 0, never exactly 100, well below chance ln K = {}", fmt(lnk)))
+                .message("the in-batch contrastive loss falls well below chance: anchors find their positives")
+        };
+    }
+    let flat = drift.abs() <= flat_frac * lnk;
+    let (status, still) = if flat {
+        (Status::Fail, "and stays there")
+    } else {
+        (Status::Warn, "still falling slowly at the end")
+    };
+    let why = match (con.scale, floor) {
+        (Some(sc), Some(f)) if f >= 0.5 * chance_frac * lnk => format!(
+            "at scale {} the cosine logits lie in [−{0}, {0}], so even perfectly separated embeddings cannot take the loss much below ≈ {} among K = {} candidates — raise the scale (sentence-transformers' default 20, i.e. temperature 0.05) or learn it (CLIP's logit_scale)",
+            fmt(sc),
+            fmt(f),
+            con.candidates
+        ),
+        _ => "check the scale / temperature (too small a scale, too large a temperature, keeps every candidate alike), that anchors and positives stay paired, that a batch holds no duplicate texts (batch_sampler=no_duplicates), and the LR (O7)".to_string(),
+    };
+    Verdict {
+        status,
+        outcome: "chance".into(),
+        message: format!(
+            "the in-batch contrastive loss stays near chance ln K {still}: the anchors barely pick their positive among the batch — {why}"
+        ),
+        ..v.expected(format!(
+            "a learning contrastive run falls below {:.0}% of ln K = {}",
+            100.0 * chance_frac,
+            fmt(lnk)
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -328,5 +453,81 @@ mod tests {
             params(),
         );
         assert_eq!(v.status, Status::Skip, "{v:?}");
+    }
+
+    /// An in-batch contrastive loss (fact loss=…, batch 32): chance is ln 32.
+    fn mnrl_curve(end: f64) -> Vec<(u64, f64)> {
+        let lnk = 32f64.ln();
+        (1..=40)
+            .map(|i| {
+                let x = end + (lnk - end) * (-(i as f64) / 6.0).exp();
+                (5 * i, x + 0.005 * jitter(i))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn contrastive_loss_stuck_near_ln_batch_fails_s41_and_the_healthy_twin_passes() {
+        let facts = [
+            "loss=MultipleNegativesRankingLoss",
+            "train_batch_size=32",
+            "vocab_size=125",
+        ];
+        // Falls from ln 32 = 3.47 to 2.69 and stays: 78% of chance.
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", mnrl_curve(2.69))]),
+            &facts,
+            params(),
+        );
+        assert_eq!(
+            (v.entry.as_str(), v.status, v.outcome.as_str()),
+            ("S4.1", Status::Fail, "chance"),
+            "{v:?}"
+        );
+        assert!((v.values["ln_k"] - 32f64.ln()).abs() < 1e-9);
+        // The same curve with scale 1 stated: the cosine-logit floor is named.
+        let mut with_scale = facts.to_vec();
+        with_scale.push("contrastive_scale=1");
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", mnrl_curve(2.69))]),
+            &with_scale,
+            params(),
+        );
+        assert_eq!(v.status, Status::Fail);
+        assert!(v.message.contains("scale 1"), "{}", v.message);
+        assert!((v.values["scale_floor"] - 2.4884).abs() < 1e-3, "{v:?}");
+        // The healthy twin falls to 0.05: well below chance.
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", mnrl_curve(0.05))]),
+            &facts,
+            params(),
+        );
+        assert_eq!(
+            (v.status, v.outcome.as_str()),
+            (Status::Pass, "pass"),
+            "{v:?}"
+        );
+        // Without the contrastive loss named, ln 125 is not used to call either stuck.
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", mnrl_curve(2.69))]),
+            &["vocab_size=125"],
+            params(),
+        );
+        assert_eq!(v.status, Status::Pass, "{v:?}");
+    }
+
+    #[test]
+    fn nt_xent_counts_the_other_2b_minus_1_views() {
+        let v = ask(
+            loss_floor,
+            &run_with(&[("loss", mnrl_curve(0.3))]),
+            &["loss=NT-Xent", "batch_size=16"],
+            params(),
+        );
+        assert_eq!(v.values["candidates"], 31.0, "{v:?}");
     }
 }

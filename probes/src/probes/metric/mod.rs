@@ -5,6 +5,7 @@ use crate::metrics::{Point, Series};
 use crate::probe::{ProbeCtx, ProbeSpec, Verdict};
 
 pub mod activations;
+pub(crate) mod contrastive;
 pub mod divergence;
 pub mod grad_norm;
 pub mod grad_scaler;
@@ -13,6 +14,7 @@ pub mod loss;
 pub mod loss_floor;
 pub mod lr;
 pub(crate) mod objective;
+pub mod ppo_update;
 #[cfg(test)]
 mod probe_tests;
 #[cfg(test)]
@@ -44,6 +46,7 @@ pub const SPECS: &[ProbeSpec] = &[
     grad_scaler::GRAD_SCALER,
     rl::DPO_HEALTH,
     rl::PPO_HEALTH,
+    ppo_update::PPO_UPDATE,
     rl::RL_SCALE,
     grad_norm::GRAD_NORM_RATIO,
     seed_spread::SEED_SPREAD,

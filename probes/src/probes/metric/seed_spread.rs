@@ -9,6 +9,11 @@ use crate::probes::util::*;
 /// Whether two series are one run logged twice (metrics.csv and TensorBoard, a trainer state
 /// and TensorBoard): they share at least one step and agree at every shared step.
 fn same_run(a: &Series, b: &Series, tol: f64) -> bool {
+    // Two logs of one folder are one run's (a progress log and an epoch summary), and a series
+    // counted in epochs is never another seed of one counted in steps.
+    if a.unit != b.unit || (a.source.parent().is_some() && a.source.parent() == b.source.parent()) {
+        return true;
+    }
     let mut shared = 0usize;
     for p in &b.points {
         let Some(q) = a.value_at_or_before(p.step).filter(|q| q.step == p.step) else {

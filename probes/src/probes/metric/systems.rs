@@ -209,7 +209,13 @@ pub(super) const EVAL_ZERO: ProbeSpec = ProbeSpec {
     id: "eval_zero",
     entries: &["V3"],
     inputs: &["metrics:mAP", "metrics:loss"],
-    params: &["min_evals", "zero_abs", "loss_fall"],
+    params: &[
+        "min_evals",
+        "zero_abs",
+        "loss_fall",
+        "near_zero",
+        "near_min_evals",
+    ],
     outcomes: &["pass", "zero", "skip"],
     run: eval_zero,
 };
@@ -217,6 +223,11 @@ pub(super) const EVAL_ZERO: ProbeSpec = ProbeSpec {
 /// The detection mAP series: a name with the token `map` (`eval_map`, `bbox_map`,
 /// `metrics/map50(b)`, `map_50`), never `heatmap` or `mapping`.
 fn map_series(m: &MetricSet) -> Option<&Series> {
+    // The vocabulary's meanings first (mAP50, then mAP@[.5:.95]): the number a detector's
+    // first matches move soonest.
+    if let Some(s) = ["eval_map50", "eval_map"].iter().find_map(|n| m.get(n)) {
+        return Some(s);
+    }
     let names = m.names();
     let is_map = |n: &str| {
         n.match_indices("map").any(|(i, _)| {
@@ -238,10 +249,12 @@ fn map_series(m: &MetricSet) -> Option<&Series> {
 }
 
 pub fn eval_zero(ctx: &ProbeCtx) -> Vec<Verdict> {
-    let (min_evals, zero, fall) = (
+    let (min_evals, zero, fall, near, near_evals) = (
         p!(ctx, "V3", "min_evals") as usize,
         p!(ctx, "V3", "zero_abs"),
         p!(ctx, "V3", "loss_fall"),
+        p!(ctx, "V3", "near_zero"),
+        p!(ctx, "V3", "near_min_evals") as usize,
     );
     let m = ctx.run.metrics();
     let Some(s) = map_series(m) else {
@@ -254,7 +267,12 @@ pub fn eval_zero(ctx: &ProbeCtx) -> Vec<Verdict> {
         .filter(|v| v.is_finite())
         .collect();
     let (a, b) = (s.points[0].step, s.points[s.points.len() - 1].step);
-    if vals.iter().any(|v| v.abs() > zero) {
+    // Near zero and not growing is the same failure as exactly zero: a few accidental matches
+    // (mAP50 ≈ 0.01 at every evaluation) are not a detector that learns.
+    let best_abs = vals.iter().map(|v| v.abs()).fold(0.0, f64::max);
+
+    let stuck = best_abs <= near && vals.len() >= near_evals;
+    if vals.iter().any(|v| v.abs() > zero) && !stuck {
         let best = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         return vec![Verdict::new("V3", Status::Pass, "pass")
             .measured(format!(
@@ -300,9 +318,14 @@ pub fn eval_zero(ctx: &ProbeCtx) -> Vec<Verdict> {
             ),
         )];
     }
+    let how = if best_abs <= zero {
+        "exactly 0".to_string()
+    } else {
+        format!("at most {} (near 0)", fmt(best_abs))
+    };
     vec![Verdict::new("V3", Status::Fail, "zero")
         .measured(format!(
-            "`{}` exactly 0 at all {} evaluations while the loss fell {} → {}",
+            "`{}` {how} at all {} evaluations while the loss fell {} → {}",
             s.name,
             vals.len(),
             fmt(h),

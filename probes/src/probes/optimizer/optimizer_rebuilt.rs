@@ -76,7 +76,22 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
         .and_then(|t| t.global_step);
     let sched = c.and_then(scheduler_state);
     let accum = ctx.facts.f64("accum_steps").filter(|a| *a >= 1.0);
-    let (run_step, src) = match (ts_step, c.map(|c| c.step).filter(|s| *s > 0)) {
+    // A checkpoint index that does not count optimizer steps says nothing about Adam's count:
+    // an epoch (timm, Ultralytics), or a Stable-Baselines3 archive's environment timesteps
+    // (each rollout of n_steps feeds n_epochs × n_steps / batch_size optimizer steps).
+    let counts_steps = c.is_some_and(|c| {
+        c.unit == crate::run::IndexUnit::Step
+            && !c.weights.iter().any(|w| {
+                ctx.run
+                    .artifacts
+                    .iter()
+                    .any(|a| &a.path == w && a.kind == crate::run::ArtifactKind::Sb3Model)
+            })
+    });
+    let (run_step, src) = match (
+        ts_step,
+        c.map(|c| c.step).filter(|s| *s > 0 && counts_steps),
+    ) {
         (Some(s), _) => (s as f64, "trainer_state global_step".to_string()),
         (None, Some(s)) => match accum {
             Some(a) => (

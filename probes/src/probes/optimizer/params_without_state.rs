@@ -58,7 +58,52 @@ pub fn params_without_state(ctx: &ProbeCtx) -> Vec<Verdict> {
             .message("every parameter in the optimizer received a gradient")
             .evidence(ev)];
     }
-    let names = param_names(&opt, model_for(ctx.run, c).as_ref());
+    let model = model_for(ctx.run, c);
+    let names = param_names(&opt, model.as_ref());
+    // Params a framework keeps out of training on purpose (Ultralytics' DFL projection, a
+    // pooler under mean pooling): by name where the optimizer's params are named, else by
+    // count — no more params lack state than the model has such tensors.
+    let by_design: Vec<String> = model
+        .as_ref()
+        .map(|m| {
+            m.infos()
+                .filter(|(n, i)| {
+                    is_trainable(n, i)
+                        && crate::probes::checkpoint::by_design::unused_by_design(ctx.run, n)
+                            .is_some()
+                })
+                .map(|(n, _)| n.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let unexplained: Vec<u64> = missing
+        .iter()
+        .copied()
+        .filter(|id| {
+            names
+                .get(id)
+                .is_none_or(|n| !by_design.iter().any(|b| b == n))
+        })
+        .collect();
+    let unnamed_covered = unexplained.iter().all(|id| !names.contains_key(id))
+        && unexplained.len() <= by_design.len();
+    if unexplained.is_empty() || (!by_design.is_empty() && unnamed_covered) {
+        return vec![Verdict::new(E, Status::Pass, "pass")
+            .measured(measured)
+            .expected("every param in a group has state")
+            .message(format!(
+                "the params without state are ones the framework keeps fixed on purpose: {} ({})",
+                list_some(&by_design, 3),
+                by_design
+                    .first()
+                    .and_then(|n| crate::probes::checkpoint::by_design::unused_by_design(
+                        ctx.run, n
+                    ))
+                    .unwrap_or("")
+            ))
+            .evidence(ev)];
+    }
+    let missing = unexplained;
     let list: Vec<String> = missing
         .iter()
         .map(|id| describe_param(*id, &names, &opt))

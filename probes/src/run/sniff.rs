@@ -1,0 +1,135 @@
+//! Text files whose names say nothing, classified by their first bytes: JSON lines of metrics
+//! (DETR's `log.txt`, a loop's `history.txt`), a CSV whose columns are training signals, a
+//! run config in YAML. Only files with a text-like extension (or none) are opened, and only
+//! their first 8 KiB are read.
+
+use std::io::Read;
+use std::path::Path;
+
+use super::ArtifactKind;
+
+const HEAD: usize = 8 << 10;
+
+/// The kind a text file's content says it is, when its name did not.
+pub(super) fn text_kind(path: &Path, name: &str) -> Option<ArtifactKind> {
+    let n = name.to_ascii_lowercase();
+    let ext = n.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    if !matches!(
+        ext,
+        "" | "txt" | "log" | "out" | "json" | "yaml" | "yml" | "csv" | "dat"
+    ) {
+        return None;
+    }
+    let head = read_head(path)?;
+    // A multi-byte character cut at the end of the head is not a reason to refuse the file.
+    let valid = match std::str::from_utf8(&head) {
+        Ok(_) => head.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => return None,
+    };
+    let text = std::str::from_utf8(head.get(..valid)?).ok()?;
+    if json_lines_of_metrics(text) {
+        return Some(ArtifactKind::Jsonl);
+    }
+    if matches!(ext, "yaml" | "yml") && run_config(text) {
+        return Some(ArtifactKind::HParams);
+    }
+    None
+}
+
+fn read_head(path: &Path) -> Option<Vec<u8>> {
+    let mut f = crate::limits::open_regular(path).ok()?;
+    let mut buf = vec![0u8; HEAD];
+    let mut n = 0;
+    while n < HEAD {
+        match f.read(buf.get_mut(n..)?) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// The first complete lines are JSON objects with numbers, one of which means a training
+/// signal by the metric vocabulary (a loss, a learning rate, a reward).
+fn json_lines_of_metrics(text: &str) -> bool {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else {
+        return false;
+    };
+    if !first.starts_with('{') {
+        return false;
+    }
+    let Ok(serde_json::Value::Object(obj)) = serde_json::from_slice::<serde_json::Value>(
+        &crate::pyjson::sanitize_py_json(first.as_bytes()),
+    ) else {
+        return false;
+    };
+    obj.iter().any(|(k, v)| {
+        (v.is_number() || v.is_string() && v.as_str().is_some_and(|s| s.parse::<f64>().is_ok()))
+            && signal(&crate::metrics::canonical_name(k))
+    })
+}
+
+/// A meaning a training log carries.
+fn signal(meaning: &str) -> bool {
+    let m = meaning.strip_prefix("eval_").unwrap_or(meaning);
+    m == "loss" || m.starts_with("loss/") || m.starts_with("learning_rate") || m == "reward"
+}
+
+/// A YAML file of top-level `key: value` lines naming training hyperparameters.
+fn run_config(text: &str) -> bool {
+    const KEYS: &[&str] = &[
+        "lr",
+        "lr0",
+        "learning_rate",
+        "epochs",
+        "max_epochs",
+        "batch",
+        "batch_size",
+        "optimizer",
+        "opt",
+        "weight_decay",
+        "momentum",
+    ];
+    let hits = text
+        .lines()
+        .filter(|l| !l.starts_with([' ', '\t', '-', '#']))
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| KEYS.contains(&k.trim()))
+        .count();
+    hits >= 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_files_are_classified_by_their_content() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |n: &str, t: &str| {
+            let p = d.path().join(n);
+            std::fs::write(&p, t).unwrap();
+            text_kind(&p, n)
+        };
+        assert_eq!(
+            w(
+                "log.txt",
+                "{\"train_loss\": 1.2, \"train_lr\": 0.0001, \"epoch\": 0}\n"
+            ),
+            Some(ArtifactKind::Jsonl)
+        );
+        assert_eq!(w("notes.txt", "{\"name\": \"x\", \"count\": 3}\n"), None);
+        assert_eq!(w("readme.txt", "hello\n"), None);
+        assert_eq!(
+            w("cfg.yaml", "lr0: 0.01\nepochs: 3\nbatch: 16\nname: x\n"),
+            Some(ArtifactKind::HParams)
+        );
+        assert_eq!(w("data.yaml", "path: x\nnc: 3\nnames: [a, b, c]\n"), None);
+        assert_eq!(w("model.bin", "{\"loss\": 1}\n"), None);
+    }
+}
