@@ -305,6 +305,21 @@ pub fn inspect(path: &Path, json: bool, quiet: bool, st: &Style) -> anyhow::Resu
         | ArtifactKind::StdoutLog
         | ArtifactKind::WandbRecord => inspect_metrics(path, json, st),
         ArtifactKind::Optimizer => inspect_optimizer(path, json, st),
+        ArtifactKind::VecNormalize => {
+            let v = mltriage_probes::tensors::vecnorm::read(path).map_err(fail)?;
+            if json {
+                emit_json(
+                    &json!({"path": path.to_string_lossy(), "kind": "vec_normalize", "summary": v.summary()}),
+                );
+            } else {
+                emit(&format!(
+                    "{}: Stable-Baselines3 VecNormalize statistics\n{}\n",
+                    path.display(),
+                    v.summary()
+                ));
+            }
+            Ok(0)
+        }
         ArtifactKind::Scheduler | ArtifactKind::TrainingArgs | ArtifactKind::RngState => {
             inspect_pickle(path, json)
         }

@@ -47,6 +47,12 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
             return vec![v];
         }
     }
+    if let Some(v) = dropped_to_zero(ctx, s) {
+        return vec![v];
+    }
+    if s.unit == crate::metrics::Unit::Epoch {
+        return epoch_trend(ctx, s, min_drop);
+    }
     let e = ema(&s.points, span);
     let Some(&(last_step, last_v)) = e.last() else {
         return vec![Verdict::skip("S4.1", "no finite loss values")];
@@ -153,6 +159,113 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
         .value("slope_per_100", slope100)
         .value("rel_drop", rel_drop)]
 }
+/// A loss that lands on exactly 0 from a value of 0.5 or more and stays there: no optimiser
+/// converges onto 0.0000 in one log interval. The loss went non-finite and was zeroed or
+/// skipped, or every target was dropped — after a divergence when the loss first climbed.
+fn dropped_to_zero(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict> {
+    let pts = &s.points;
+    let i = pts
+        .windows(2)
+        .position(|w| w[0].value.is_finite() && w[0].value.abs() >= 0.5 && w[1].value == 0.0)?
+        + 1;
+    let rest = pts.get(i..)?;
+    if rest.len() < 2 || rest.iter().any(|p| p.value != 0.0) {
+        return None;
+    }
+    let unit = s.unit.as_str();
+    let first = pts.first()?.value;
+    let peak = pts[..i]
+        .iter()
+        .map(|p| p.value)
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let diverged = peak > 10.0 * first.abs().max(1e-12);
+    let lr = ctx
+        .facts
+        .f64("lr_max")
+        .map(|lr| format!(" (learning rate {} here)", fmt(lr)))
+        .unwrap_or_default();
+    let why = if diverged {
+        format!("it first climbed from {} to {}: the run diverged and its loss went non-finite — lower the learning rate{lr}, add warmup and gradient clipping", fmt(first), fmt(peak))
+    } else {
+        "the loss went non-finite and was zeroed, or every target was dropped (labels filtered out, an empty batch)".to_string()
+    };
+    Some(
+        Verdict::new("S4.1", Status::Fail, "rising")
+            .measured(format!(
+                "loss {} at {unit} {} → exactly 0 from {unit} {} to the end ({} points)",
+                fmt(pts[i - 1].value),
+                pts[i - 1].step,
+                pts[i].step,
+                rest.len()
+            ))
+            .expected("a loss that approaches its floor, never exactly 0.0 in one interval")
+            .message(format!(
+                "the loss drops to exactly 0 and stays: not convergence — {why}"
+            ))
+            .evidence(series_evidence(s, pts[i - 1].step, pts[pts.len() - 1].step)),
+    )
+}
+
+/// S4.1 on a loss logged once per epoch (each point an epoch's mean): step windows and a
+/// 50-step EMA mean nothing here, so the question is whether the epoch means fall — the first
+/// third of the epochs against the last third, with at least three epochs to judge.
+fn epoch_trend(ctx: &ProbeCtx, s: &crate::metrics::Series, min_drop: f64) -> Vec<Verdict> {
+    let v: Vec<(u64, f64)> = s
+        .points
+        .iter()
+        .filter(|p| p.value.is_finite())
+        .map(|p| (p.step, p.value))
+        .collect();
+    if v.len() < 3 {
+        return vec![Verdict::skip(
+            "S4.1",
+            format!(
+                "{} epoch mean(s) of the loss: too few to judge a trend (need 3)",
+                v.len()
+            ),
+        )];
+    }
+    let k = v.len().div_ceil(3);
+    let mean = |xs: &[(u64, f64)]| xs.iter().map(|x| x.1).sum::<f64>() / xs.len() as f64;
+    let (head, tail) = (mean(&v[..k]), mean(&v[v.len() - k..]));
+    let rel = (head - tail) / head.abs().max(1e-12);
+    let (a, b) = (v[0].0, v[v.len() - 1].0);
+    let measured = format!(
+        "loss per epoch: mean {} over epochs {a}..{} → {} over epochs {}..{b} ({:+.1}%)",
+        fmt(head),
+        v[k - 1].0,
+        fmt(tail),
+        v[v.len() - k].0,
+        -100.0 * rel
+    );
+    let late_start = !ctx.profile.sees_run_start();
+    let (st, out, msg) = if tail >= head && !late_start {
+        (
+            Status::Fail,
+            "rising",
+            "the epoch means do not fall (diverging or static): check the LR (S2) and the optimizer state (S6)",
+        )
+    } else if rel < min_drop && !late_start {
+        (
+            Status::Warn,
+            "slow",
+            "the epoch means barely fall: check the actual LR (O23) and the data",
+        )
+    } else {
+        (Status::Pass, "pass", "the loss falls from epoch to epoch")
+    };
+    vec![Verdict::new("S4.1", st, out)
+        .measured(measured)
+        .expected(format!(
+            "the last third of the epochs ≥ {:.0}% below the first",
+            100.0 * min_drop
+        ))
+        .message(msg)
+        .evidence(series_evidence(s, a, b))
+        .value("rel_drop", rel)]
+}
+
 pub(super) const VAL_GAP: ProbeSpec = ProbeSpec {
     id: "val_gap",
     entries: &["S4.2"],

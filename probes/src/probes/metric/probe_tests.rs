@@ -372,3 +372,45 @@ fn rl_scale_names_raw_reward_scale_and_passes_whitened_twin() {
     let none = run_with(&[("loss", (1..=60).map(|t| (t, 1.0)).collect())]);
     assert_eq!(ask(rl_scale, &none, &[], th).status, Status::Skip);
 }
+
+#[test]
+fn loss_trend_on_epoch_means_and_a_loss_that_lands_on_zero() {
+    let tp = thresholds("loss_trend");
+    // Twelve epoch means (Keras `epoch_loss`): judged epoch against epoch, never "too few
+    // points for a 50-step EMA".
+    let falling = run_with(&[(
+        "epoch_loss",
+        (0..12)
+            .map(|e| (e, 2.0 * (-(e as f64) / 4.0).exp() + 0.3))
+            .collect(),
+    )]);
+    let v = ask(loss_trend, &falling, &[], tp.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    assert!(v.measured.contains("epochs"), "{}", v.measured);
+    let flat = run_with(&[("epoch_loss", (0..12).map(|e| (e, 2.3)).collect())]);
+    assert_eq!(ask(loss_trend, &flat, &[], tp.clone()).outcome, "rising");
+    let two = run_with(&[("epoch_loss", vec![(0, 2.0), (1, 1.0)])]);
+    assert_eq!(ask(loss_trend, &two, &[], tp.clone()).status, Status::Skip);
+    // A loss that climbs to thousands, then sits at exactly 0 (a detector at lr0=1.0): not
+    // convergence, whatever a head-versus-tail comparison says.
+    let mut pts: Vec<(u64, f64)> = (1..=10)
+        .map(|e| (e, 26.0 * 2f64.powi(e as i32 - 1)))
+        .collect();
+    pts.extend((11..=30).map(|e| (e, 0.0)));
+    let zeroed = run_with(&[("epoch_loss", pts)]);
+    let v = ask(loss_trend, &zeroed, &[], tp.clone());
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "rising"),
+        "{v:?}"
+    );
+    assert!(v.message.contains("diverged"), "{}", v.message);
+    // A loss that approaches 0 smoothly is not that.
+    let smooth = run_with(&[(
+        "loss",
+        (1..=300)
+            .map(|t| (t, 3.0 * (-(t as f64) / 20.0).exp()))
+            .collect(),
+    )]);
+    assert_eq!(ask(loss_trend, &smooth, &[], tp).status, Status::Pass);
+}
