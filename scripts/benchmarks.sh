@@ -101,6 +101,9 @@ FIX=${FIX%$'\n'}
 
 say "diagnosis recall over the bug corpus (field, shared fixtures, generated runs)"
 REC=$(python3 scripts/bugs/recall.py "$REL/mltriage" 2>&1)
+say "field corpus per framework"
+ABS_BIN="$(cd "$REL" && pwd)/mltriage"
+FIELD=$(cd scripts/field && python3 score.py "$ABS_BIN" 2>&1 | sed -n '/^framework/,$p')
 
 # The healthy sweep (scripts/sweep/): ≥ 150 healthy runs made by real training code. Generating
 # it takes ~25 minutes and a venv with torch/transformers/trl/peft/lightning (SWEEP_PYTHON);
@@ -236,6 +239,18 @@ NOTE
   echo
   echo '```'
   echo "$REC"
+  echo '```'
+  echo
+  echo "## The field corpus per framework (issue 26)"
+  echo
+  echo "\`check\` over tests/field (55 runs written by the frameworks' own code: scripts/field/), per"
+  echo "framework: healthy runs clean (0 fail, 0 warn), and bugs named (first). Ultralytics, SB3,"
+  echo "CleanRL-style PPO, timm, sentence-transformers and the T5 seq2seq runs are the frameworks the"
+  echo "readers were not written against (before issue 26: healthy 5/7 clean, bugs 1/12 named)."
+  echo "Regenerate alone with \`cargo build -q && (cd scripts/field && python3 score.py ../../target/debug/mltriage)\`."
+  echo
+  echo '```'
+  echo "$FIELD"
   echo '```'
   echo
   echo "## Healthy sweep (issue 25)"
