@@ -177,6 +177,15 @@ ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN{pri
   SH_BIG=$(grep -m1 '^e2e_sharded ' <<<"$E2E" | grep -o 'largest tensor [0-9]*' | awk '{print $3}')
   SH_PEAK=$(awk -v a="$(cut -d' ' -f3 <<<"$SHC")" -v b="$(cut -d' ' -f3 <<<"$SHI")" 'BEGIN{print (a>b)?a:b}')
   echo "| \`check\` / \`inspect\` of a sharded run larger than the memory given (peak ≤ 2× largest tensor) | ${SH_GB} GB (2 checkpoints × 4 shards), $(grep -m1 '^e2e_sharded ' <<<"$E2E" | sed 's/.*, //'): check $(cut -d' ' -f1 <<<"$SHC") s, inspect of one index $(cut -d' ' -f1 <<<"$SHI") s; peak $(awk -v k="$SH_PEAK" 'BEGIN{printf "%.0f", k/1024}') MB vs largest tensor $(awk -v b="$SH_BIG" 'BEGIN{printf "%.0f", b/1e6}') MB | $(awk -v k="$SH_PEAK" -v b="$SH_BIG" 'BEGIN{print (k*1024 <= 2*b)?"met":"missed"}') |"
+  OPC=$(grep -m1 '^e2e_optimizer_check_wall_cpu_peakkb' <<<"$E2E" | cut -d' ' -f2-); OPI=$(grep -m1 '^e2e_optimizer_inspect_wall_cpu_peakkb' <<<"$E2E" | cut -d' ' -f2-)
+  if [ -n "$OPC" ]; then
+    OP_GB=$(awk -v b="$(grep -m1 '^e2e_optimizer ' <<<"$E2E" | awk '{print $3}')" 'BEGIN{printf "%.2f", b / 1e9}')
+    OP_FILE=$(grep -m1 '^e2e_optimizer ' <<<"$E2E" | grep -o 'optimizer.pt [0-9]*' | awk '{print $2}')
+    OP_CAT=$(val e2e_optimizer_cat_s "$E2E")
+    OP_PEAK=$(awk -v a="$(cut -d' ' -f3 <<<"$OPC")" -v b="$(cut -d' ' -f3 <<<"$OPI")" 'BEGIN{print (a>b)?a:b}')
+    OP_X=$(awk -v c="$OP_CAT" -v t="$(cut -d' ' -f1 <<<"$OPC")" 'BEGIN{printf "%.2f", t / c}')
+    echo "| \`check\` / \`inspect\` of a run with a $(awk -v b="$OP_FILE" 'BEGIN{printf "%.1f", b/1e9}') GB \`optimizer.pt\` (Adam moments streamed: ≤ 3× \`cat\`, peak far under the file) | ${OP_GB} GB run, $(grep -m1 '^e2e_optimizer ' <<<"$E2E" | sed 's/.*, //'): cat ${OP_CAT} s, check $(cut -d' ' -f1 <<<"$OPC") s = ${OP_X}×, inspect optimizer.pt $(cut -d' ' -f1 <<<"$OPI") s; peak $(awk -v k="$OP_PEAK" 'BEGIN{printf "%.0f", k/1024}') MB | $(awk -v x="$OP_X" -v k="$OP_PEAK" -v f="$OP_FILE" 'BEGIN{print (x<=3 && k*1024*10 <= f)?"met":"missed"}') |"
+  fi
   echo "| tfevents ≥ 100× tbparse | tbparse ${TBP_S:-skipped} s, ours ${TFE_S} s → $(ratio "$TBP_S" "$TFE_S") | $( [ -n "$TBP_S" ] && awk -v a="$TBP_S" -v b="$TFE_S" 'BEGIN{print (a/b>=100)?"met":"missed"}' || echo skipped) |"
   echo "| peak memory ≤ 2× largest tensor (sharded, > memory limit) | $(val sharded_peak_rss_mb "$SHARD") MB peak vs $(val sharded_largest_tensor_mb "$SHARD") MB largest tensor, $(val sharded_total_gb "$SHARD") GB checkpoint, ${LIMITED} | $(awk -v a="$(val sharded_peak_rss_mb "$SHARD")" -v b="$(val sharded_largest_tensor_mb "$SHARD")" 'BEGIN{print (a<=2*b)?"met":"missed"}') |"
   if [ -n "$FIX" ]; then

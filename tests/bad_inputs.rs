@@ -1421,3 +1421,353 @@ fn hostile_corpus_has_at_least_100_cases() {
         "{committed} committed + {generated} generated"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 29: optimizer state read as weights are — streamed in blocks, never held whole.
+
+#[path = "../probes/tests/support/optim_writer.rs"]
+mod optim_writer;
+
+/// Runs `cmd` for at most 30 s and returns (exit code, peak RSS in KB, stderr). The peak is
+/// the child's own `VmHWM`, polled from /proc while it runs: `wait4`'s `ru_maxrss` starts a
+/// child at its parent's high-water mark, and this test process may hold far more than the
+/// bound checked here while other tests run beside it.
+fn run_polling_hwm(cmd: &mut std::process::Command) -> (Option<i32>, i64, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let status = format!("/proc/{}/status", child.id());
+    let t0 = std::time::Instant::now();
+    let mut hwm = 0i64;
+    let code = loop {
+        if let Ok(st) = std::fs::read_to_string(&status) {
+            let kb = st
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+            hwm = hwm.max(kb.unwrap_or(0));
+        }
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    (code, hwm, err.join().unwrap_or_default())
+}
+
+#[test]
+fn item29_optimizer_state_is_streamed_not_held_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let ck = d.path().join("run/checkpoint-100");
+    std::fs::create_dir_all(&ck).unwrap();
+    let opt = ck.join("optimizer.pt");
+    // Two params of 2560×4096: 168 MB of float32 moments.
+    let shapes = vec![vec![2560, 4096], vec![2560, 4096]];
+    optim_writer::write_adam_pt(&opt, &shapes, 100.0, 1e-3, 1e-6);
+    write(&ck.join("trainer_state.json"), r#"{"global_step": 100}"#);
+    let size = std::fs::metadata(&opt).unwrap().len() as i64;
+    let home = d.path().join("home");
+    let run = d.path().join("run");
+    let mut bad = Vec::new();
+    for (name, args) in [
+        ("inspect optimizer.pt", vec![os("inspect"), opt.as_os_str()]),
+        (
+            "check run",
+            vec![os("check"), run.as_os_str(), os("--device"), os("cpu")],
+        ),
+    ] {
+        let mut c = case(name, &args, &[0], None, &home);
+        let (code, hwm_kb, stderr) = run_polling_hwm(&mut c.cmd);
+        // Far under the file: a block per reading thread, not the moments (nor their pages).
+        if code != Some(0) || hwm_kb * 1024 > size / 4 {
+            bad.push(format!(
+                "{name}: exit {code:?}, peak RSS {} MB for a {} MB optimizer.pt; {}",
+                hwm_kb / 1024,
+                size >> 20,
+                stderr.chars().take(300).collect::<String>()
+            ));
+        }
+    }
+    assert_none(bad);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 29: the readers added since (W&B, MLflow, captured logs) open through the
+// regular-file gate and stream under a budget; no scan is quadratic in lines, keys or hits;
+// `--threads` is bounded. Each hostile file is made here; each case fails the old reader
+// (a hang or more than 1 GB) and must end bounded.
+
+/// Writes `head`, `chunk` `times` times, then `tail` (a large file never held in memory).
+fn write_repeated(p: &Path, head: &[u8], chunk: &[u8], times: usize, tail: &[u8]) {
+    use std::io::Write;
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(p).unwrap());
+    w.write_all(head).unwrap();
+    for _ in 0..times {
+        w.write_all(chunk).unwrap();
+    }
+    w.write_all(tail).unwrap();
+    w.flush().unwrap();
+}
+
+fn pb_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A protobuf length-delimited field.
+fn pb_field(out: &mut Vec<u8>, f: u32, data: &[u8]) {
+    pb_varint(out, u64::from(f) << 3 | 2);
+    pb_varint(out, data.len() as u64);
+    out.extend_from_slice(data);
+}
+
+/// A W&B record file (header, then records framed in 32 KiB LevelDB-log blocks).
+fn wandb_file(p: &Path, records: impl Iterator<Item = Vec<u8>>) {
+    use std::io::Write;
+    const BLOCK: usize = 32 * 1024;
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(p).unwrap());
+    w.write_all(b":W&B\xe1\xbe\x00").unwrap();
+    let mut pos = 7usize;
+    for r in records {
+        let mut rest: &[u8] = &r;
+        let mut first = true;
+        loop {
+            let left = BLOCK - pos % BLOCK;
+            if left < 7 {
+                w.write_all(&vec![0u8; left]).unwrap();
+                pos += left;
+                continue;
+            }
+            let n = rest.len().min(left - 7);
+            let last = n == rest.len();
+            let kind = match (first, last) {
+                (true, true) => 1u8,
+                (true, false) => 2,
+                (false, false) => 3,
+                (false, true) => 4,
+            };
+            w.write_all(&[0, 0, 0, 0]).unwrap();
+            w.write_all(&(n as u16).to_le_bytes()).unwrap();
+            w.write_all(&[kind]).unwrap();
+            w.write_all(&rest[..n]).unwrap();
+            pos += 7 + n;
+            rest = &rest[n..];
+            first = false;
+            if last {
+                break;
+            }
+        }
+    }
+    w.flush().unwrap();
+}
+
+/// An MLflow run folder under `d`; the path of its metric file `loss`.
+fn mlflow_metric(d: &Path) -> PathBuf {
+    let run = d.join("mlruns").join("0").join("abc");
+    std::fs::create_dir_all(run.join("metrics")).unwrap();
+    std::fs::write(run.join("meta.yaml"), "run_id: abc\n").unwrap();
+    run.join("metrics").join("loss")
+}
+
+/// Cause 1: every reader opens through the regular-file gate (a FIFO hung `inspect`; a link
+/// to /dev/zero was read until memory ran out).
+fn gate_cases(d: &Path) -> Vec<Case> {
+    let mut v = Vec::new();
+    let mut one = |name: &str, file: &Path, needle| {
+        v.push(case(
+            &format!("gate/{name}"),
+            &[os("inspect"), file.as_os_str()],
+            &[2],
+            needle,
+            d,
+        ));
+    };
+    let run = d.join("gate_run");
+    std::fs::create_dir_all(run.join("wandb/offline-run-1")).unwrap();
+    let wb = run.join("wandb/offline-run-1/run-1.wandb");
+    bounded::mkfifo(&wb);
+    one("wandb_fifo", &wb, Some("FIFO"));
+    let log = run.join("train.log");
+    bounded::mkfifo(&log);
+    one("log_fifo", &log, Some("FIFO"));
+    let ml = mlflow_metric(&run);
+    bounded::mkfifo(&ml);
+    one("mlflow_fifo", &ml, Some("FIFO"));
+    let z = d.join("gate_zero");
+    std::fs::create_dir_all(&z).unwrap();
+    sym("/dev/zero", &z.join("run-2.wandb"));
+    one(
+        "wandb_dev_zero",
+        &z.join("run-2.wandb"),
+        Some("character device"),
+    );
+    sym("/dev/zero", &z.join("nohup.out"));
+    one(
+        "log_dev_zero",
+        &z.join("nohup.out"),
+        Some("character device"),
+    );
+    let zm = mlflow_metric(&z.join("ml"));
+    sym("/dev/zero", &zm);
+    one("mlflow_dev_zero", &zm, Some("character device"));
+    // A run holding the FIFOs: `check` completes.
+    v.push(case(
+        "gate/check_run_of_fifos",
+        &[os("check"), run.as_os_str(), os("--device"), os("cpu")],
+        &[0, 1],
+        None,
+        d,
+    ));
+    v
+}
+
+/// Causes 2–4: W&B, MLflow and captured logs streamed, with what they keep capped. The old
+/// peaks (debug build): 1.55 GB, 1.33 GB, 1.15 GB, 1.61 GB, 1.28 GB.
+fn streamed_cases(d: &Path) -> Vec<Case> {
+    let mut v = Vec::new();
+    let mut one = |name: &str, file: &Path, codes: &'static [i32], needle| {
+        v.push(case(
+            &format!("stream/{name}"),
+            &[os("inspect"), file.as_os_str()],
+            codes,
+            needle,
+            d,
+        ));
+    };
+    // A 1.5 GB sparse record file: a header, then zeros (read whole).
+    let p = d.join("wandb_sparse/run-3.wandb");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let f = std::fs::File::create(&p).unwrap();
+    std::io::Write::write_all(&mut &f, b":W&B\xe1\xbe\x00").unwrap();
+    f.set_len(1536 << 20).unwrap();
+    one("wandb_sparse_1536mb", &p, &[2], Some("no history rows"));
+    // 100 MB of small config items: 8.4M distinct keys (all kept, then de-duplicated).
+    let p = d.join("wandb_config/run-4.wandb");
+    let mut key = 0u64;
+    let recs = (0..4200).map(move |_| {
+        let mut items = Vec::new();
+        for _ in 0..2000 {
+            let mut it = Vec::new();
+            pb_field(&mut it, 1, format!("k{key}").as_bytes());
+            pb_field(&mut it, 16, b"1");
+            pb_field(&mut items, 1, &it);
+            key += 1;
+        }
+        let mut r = Vec::new();
+        pb_field(&mut r, 5, &items);
+        r
+    });
+    wandb_file(&p, recs);
+    one("wandb_config_100mb", &p, &[2], Some("no history rows"));
+    // 180 MB of MLflow points, 31M lines (read whole, plus 32 bytes a point).
+    let p = mlflow_metric(&d.join("mlflow_big"));
+    write_repeated(&p, b"", &b"0 0 0\n".repeat(1 << 10), 30 << 10, b"");
+    one("mlflow_180mb", &p, &[0], None);
+    // A 64 MB captured log on one line of `key value` pairs (split and kept whole).
+    let p = d.join("log_line/train.log");
+    write_repeated(&p, b"step 1: ", &b"a 1 ".repeat(1 << 10), 16 << 10, b"\n");
+    one("log_one_64mb_line", &p, &[2], Some("line cap skipped"));
+    // 155 MB of step lines with six values each, not valid UTF-8 (copied lossily, 32 bytes a
+    // point kept).
+    let p = d.join("log_steps/train.log");
+    write_repeated(
+        &p,
+        b"\xff\xfe banner\n",
+        &b"step 1 a 0 b 0 c 0 d 0 e 0 f 0\n".repeat(1 << 10),
+        5 << 10,
+        b"",
+    );
+    one("log_155mb_step_lines", &p, &[0], None);
+    v
+}
+
+#[test]
+fn issue29_readers_open_through_the_gate_and_stream_under_a_budget() {
+    let d = tempfile::tempdir().unwrap();
+    let mut cases = gate_cases(d.path());
+    cases.extend(streamed_cases(d.path()));
+    assert_none(run_cases(cases));
+}
+
+/// Causes 5–7: quadratic scans (both hung past 30 s) and an unbounded thread count (hung).
+fn scan_cases(d: &Path) -> Vec<Case> {
+    let mut v = Vec::new();
+    // 20,000 OOM lines between progress lines: `log_errors` re-scanned the prefix per hit.
+    let run = d.join("oom_run");
+    let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. \
+               GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n";
+    let mut text = String::new();
+    for i in 0..20_000 {
+        text.push_str(&format!("step {i}: loss 2.0\n{oom}"));
+    }
+    write(&run.join("train.log"), text);
+    v.push(case(
+        "scan/log_errors_20k_oom_lines",
+        &[os("check"), run.as_os_str(), os("--device"), os("cpu")],
+        &[1],
+        None,
+        d,
+    ));
+    // 100,000 distinct keys in a captured log: renaming duplicates compared all pairs.
+    let p = d.join("keys/train.log");
+    let text: String = (0..100_000)
+        .map(|i| format!("step {i}: key{i} 1.0 loss {i}\n"))
+        .collect();
+    write(&p, text);
+    v.push(case(
+        "scan/log_100k_keys",
+        &[os("inspect"), p.as_os_str()],
+        &[0],
+        None,
+        d,
+    ));
+    // A thread count that would start 100M threads.
+    v.push(case(
+        "threads/flag",
+        &[os("--threads"), os("100000000"), os("search"), os("loss")],
+        &[2],
+        Some("--threads 100000000"),
+        d,
+    ));
+    let mut c = case(
+        "threads/env",
+        &[os("search"), os("loss")],
+        &[2],
+        Some("RAYON_NUM_THREADS"),
+        d,
+    );
+    c.cmd.env("RAYON_NUM_THREADS", "100000000");
+    v.push(c);
+    v
+}
+
+#[test]
+fn issue29_scans_are_linear_and_threads_are_bounded() {
+    let d = tempfile::tempdir().unwrap();
+    assert_none(run_cases(scan_cases(d.path())));
+}

@@ -1345,11 +1345,18 @@ fn fixture_bad_init_fails_s51() {
 
 #[test]
 fn fixture_no_decay_split_flags_s61() {
+    // One decayed group for every tensor, no weight_decay = 0 group at all: O6's fix (two
+    // param groups, AdamW) is the one to name; the run's weight_decay is quoted.
     let v = one("decay_groups", &fx("lm_no_decay_split"), &[]);
     assert_eq!(
         (v.entry.as_str(), v.outcome.as_str()),
-        ("S6.1", "decayed_1d"),
+        ("O6", "decayed_1d"),
         "{v:#?}"
+    );
+    assert!(
+        v.message.contains("weight_decay 0.1 here") || v.message.contains("weight_decay"),
+        "{}",
+        v.message
     );
     assert!(matches!(v.status, Status::Warn | Status::Fail));
     assert_eq!(v.values["decayed_1d"], 18.0);

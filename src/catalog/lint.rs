@@ -100,6 +100,22 @@ pub struct LintOptions<'a> {
     pub complete: bool,
 }
 
+/// Words meant for the catalog's authors, not its users.
+fn authors_words(text: &str) -> Option<&'static str> {
+    const PHRASES: &[&str] = &[
+        "the seed says",
+        "the seed calls",
+        "the seed reads",
+        "the seed blames",
+        "seed instance",
+        "seed mini",
+        "the seed's",
+        "manifest.json",
+    ];
+    let t = text.to_ascii_lowercase();
+    PHRASES.iter().copied().find(|p| t.contains(p))
+}
+
 pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
     let mut out = Vec::new();
     let err = |origin: &Origin, msg: String| Problem {
@@ -161,6 +177,27 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
                     format!("{}: ref {:?} has no http(s) url", e.id, r.title),
                 ));
             }
+        }
+        // Users read the catalog, not the seed material it was written from: text that
+        // argues with "the seed" or cites its files says the fact itself instead.
+        let mut texts: Vec<&str> = vec![&e.title, &e.symptom, &e.cause, &e.fix];
+        texts.extend(e.knobs.iter().map(String::as_str));
+        texts.extend(e.keywords.iter().map(String::as_str));
+        texts.extend(e.question.iter().map(String::as_str));
+        texts.extend(e.threshold.iter().map(String::as_str));
+        texts.extend(
+            e.leaves
+                .iter()
+                .flat_map(|l| [l.when.as_str(), l.then.as_str()]),
+        );
+        if let Some(w) = texts.iter().find_map(|t| authors_words(t)) {
+            out.push(warn(
+                &e.origin,
+                format!(
+                    "{}: {w:?} speaks of the seed material; say the fact itself",
+                    e.id
+                ),
+            ));
         }
         lint_signature(e, cat, &implemented, &mut out);
         if e.domain == super::Domain::Stability && (e.question.is_none() || e.leaves.is_empty()) {
@@ -608,5 +645,31 @@ fn lint_tree<'c>(
                 reachable_entries.insert(entry.id.as_str());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::authors_words;
+
+    #[test]
+    fn words_meant_for_the_catalogs_authors_are_caught() {
+        assert_eq!(
+            authors_words("Seed instance: V ~ 512"),
+            Some("seed instance")
+        );
+        assert_eq!(
+            authors_words("The seed says bf16 is affected"),
+            Some("the seed says")
+        );
+        assert_eq!(
+            authors_words("check the path in manifest.json"),
+            Some("manifest.json")
+        );
+        // A random seed is a user's word.
+        assert_eq!(
+            authors_words("one seed is not a result; rerun 5 seeds"),
+            None
+        );
     }
 }

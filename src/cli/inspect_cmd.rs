@@ -125,7 +125,7 @@ fn inspect_tensors(
 }
 
 fn inspect_optimizer(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> {
-    let o = OptimizerState::read(path).map_err(fail)?;
+    let o = OptimizerState::open(path).map_err(fail)?;
     let mut groups = Vec::new();
     let mut text = String::new();
     for g in &o.groups {

@@ -225,8 +225,13 @@ fn install_metric_names(dir: &std::path::Path) -> anyhow::Result<()> {
     if !path.is_file() {
         return Ok(());
     }
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    let bytes = mltriage_probes::limits::read_capped_io(
+        &path,
+        crate::catalog::yaml_budget::MAX_YAML_BYTES as u64,
+    )
+    .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| UsageError(format!("{}: not UTF-8 text ({e})", path.display())))?;
     let v = mltriage_probes::metrics::vocab::Vocabulary::from_yaml(&text)
         .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     mltriage_probes::metrics::vocab::install_user_rules(v.rules);
@@ -239,6 +244,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(n) = cli.threads {
         mltriage_probes::tensors::pass::set_threads(n)
             .map_err(|e| UsageError(format!("--threads {n}: {e}")))?;
+    } else if let Ok(v) = std::env::var("RAYON_NUM_THREADS") {
+        // rayon reads it when the first pass starts all of its threads: refuse a typo here.
+        let max = mltriage_probes::tensors::pass::MAX_THREADS;
+        if v.trim().parse::<u64>().is_ok_and(|n| n > max as u64) {
+            return Err(UsageError(format!(
+                "RAYON_NUM_THREADS={}: expected at most {max}",
+                v.trim()
+            ))
+            .into());
+        }
     }
     if cli.command.is_some() && (!cli.facts.is_empty() || cli.device.is_some()) {
         let which = if cli.facts.is_empty() {

@@ -140,7 +140,7 @@ pub fn unreadable_tensor_files(run: &Run) -> Vec<String> {
                 Safetensors | SafetensorsIndex | TorchFile | DcpMetadata | Batch => {
                     TensorFile::open(&a.path).map(|_| ())
                 }
-                Optimizer => OptimizerState::read(&a.path).map(|_| ()),
+                Optimizer => OptimizerState::open(&a.path).map(|_| ()),
                 _ => return None,
             };
             opened.err().map(|e| e.to_string().replace('\n', " "))

@@ -301,6 +301,18 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
             }
             // nanoGPT: 'scratch', 'resume' or a pretrained model's name.
             "init_from" if !numeric => "init_from",
+            // HF's `problem_type`: single_label_classification, multi_label_classification …
+            "problem_type" | "task" if !numeric => "task",
+            "block_size"
+            | "n_positions"
+            | "max_position_embeddings"
+            | "n_ctx"
+            | "max_seq_length"
+            | "seq_len"
+                if numeric =>
+            {
+                "context"
+            }
             "dtype" | "mixed_precision" | "amp_dtype" => {
                 if let Some(p) = precision_of(v) {
                     f.set_artifact_if_absent("precision", p, file);

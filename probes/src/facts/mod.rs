@@ -78,7 +78,7 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ),
     (
         "task",
-        "e.g. classification | token_classification | causal_lm (init loss: ln C vs ln V)",
+        "e.g. classification | multi_label_classification | token_classification | causal_lm (init loss: ln C vs ln V)",
     ),
     (
         "claimed_effect",

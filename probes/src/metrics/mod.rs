@@ -2,6 +2,7 @@
 //! canonical metric names (`loss`, `grad_norm`, `learning_rate`, …) every probe asks for, and
 //! [`read_metrics_file`], which dispatches to the per-format readers.
 
+pub mod budget;
 pub mod csvlog;
 pub mod jsonl;
 pub mod mlflow;
@@ -318,10 +319,17 @@ pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
         MetricFormat::StdoutLog => {
             let r = stdout_log::read(path)?;
             if r.series.is_empty() {
+                let long = match r.long_lines {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} line(s) longer than the {} MiB line cap skipped",
+                        crate::limits::MAX_LINE >> 20
+                    ),
+                };
                 return Err(ReadError::empty(
                     path,
                     format!(
-                        "no line of {} names its step (`step N`, `iter N:`, `step=N`)",
+                        "no line of {} names its step (`step N`, `iter N:`, `step=N`){long}",
                         r.lines.saturating_sub(1)
                     ),
                 ));

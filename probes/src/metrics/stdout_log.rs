@@ -4,10 +4,14 @@
 //! `key value`, `key=value` or `key: value` pair on it becomes a point of series `key`
 //! (`train loss 4.1` -> `train_loss`, `lr=[0.001]` -> `lr`). Lines without a step (banners,
 //! warnings, progress bars, Python dict dumps) are skipped, and so are units (`ms`, `%`).
+//! The log is streamed a line at a time: lines past [`crate::limits::MAX_LINE`] are skipped,
+//! at most [`MAX_BYTES`] are read, and the series are kept under the budgets of
+//! [`super::budget`] (long series thinned, distinct keys capped).
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::budget::{Keeper, Lines};
 use super::{Point, Series};
 use crate::error::{ReadError, Result};
 
@@ -25,6 +29,8 @@ pub struct LogRead {
     /// Lines that carried a step.
     pub step_lines: usize,
     pub lines: usize,
+    /// Lines skipped for being longer than [`crate::limits::MAX_LINE`].
+    pub long_lines: usize,
     /// Batches per epoch, where progress lines state it (`Train: 3 [ 10/32 …]`) and agree.
     pub steps_per_epoch: Option<u64>,
 }
@@ -33,26 +39,51 @@ pub struct LogRead {
 /// an empty result, not an error (the caller says it was ignored and why).
 pub fn read(path: &Path) -> Result<LogRead> {
     use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::io(path, e))?;
-    if bytes.contains(&0) && bytes.iter().filter(|&&b| b == 0).count() * 8 > bytes.len() {
+    let f = crate::limits::open_regular(path)?;
+    let r = std::io::BufReader::with_capacity(256 << 10, f.take(MAX_BYTES));
+    let mut lines = Lines::new(r, crate::limits::MAX_LINE);
+    let mut p = Parser::new(path);
+    while let Some(raw) = lines.next_line().map_err(|e| ReadError::io(path, e))? {
+        p.line(&String::from_utf8_lossy(raw));
+    }
+    if lines.nuls > 0 && lines.nuls * 8 > lines.bytes {
         return Err(ReadError::format(path, "binary data, not a text log"));
     }
-    Ok(parse(&String::from_utf8_lossy(&bytes), path))
+    let mut out = p.finish();
+    out.long_lines = lines.long;
+    Ok(out)
 }
 
 /// Extract series from log text.
 pub fn parse(text: &str, source: &Path) -> LogRead {
-    let mut by_key: HashMap<String, Vec<Point>> = HashMap::new();
-    let mut order: Vec<String> = Vec::new();
-    let mut out = LogRead::default();
-    // `None`: no progress line yet; `Some(None)`: lines disagree on the batches per epoch.
-    let mut per_epoch: Option<Option<u64>> = None;
+    let mut p = Parser::new(source);
     for raw in text.split(['\n', '\r']) {
-        out.lines += 1;
+        p.line(raw);
+    }
+    p.finish()
+}
+
+/// The extractor's state between lines.
+struct Parser<'a> {
+    source: &'a Path,
+    keep: Keeper,
+    out: LogRead,
+    /// `None`: no progress line yet; `Some(None)`: lines disagree on the batches per epoch.
+    per_epoch: Option<Option<u64>>,
+}
+
+impl<'a> Parser<'a> {
+    fn new(source: &'a Path) -> Self {
+        Parser {
+            source,
+            keep: Keeper::new(),
+            out: LogRead::default(),
+            per_epoch: None,
+        }
+    }
+
+    fn line(&mut self, raw: &str) {
+        self.out.lines += 1;
         let mut pairs = pairs(raw);
         let step = pairs.iter().find_map(|(k, v)| {
             (STEP_WORDS.contains(&k.as_str()) && v.fract() == 0.0 && *v >= 0.0 && *v < 1e15)
@@ -64,62 +95,75 @@ pub fn parse(text: &str, source: &Path) -> LogRead {
             None => match epoch_batch(raw) {
                 Some((epoch_key, step, n)) => {
                     pairs.retain(|(k, _)| *k != epoch_key);
-                    per_epoch = match per_epoch {
+                    self.per_epoch = match self.per_epoch {
                         None => Some(Some(n)),
                         Some(Some(m)) if m == n => Some(Some(n)),
                         _ => Some(None),
                     };
                     (step, true)
                 }
-                None => continue,
+                None => return,
             },
         };
-        out.step_lines += 1;
+        self.out.step_lines += 1;
         for (k, v) in pairs {
             if STEP_WORDS.contains(&k.as_str()) && !seen_step {
                 seen_step = true;
                 continue;
             }
-            let pts = by_key.entry(k.clone()).or_insert_with(|| {
-                order.push(k.clone());
-                Vec::new()
-            });
-            pts.push(Point {
-                step,
-                value: v,
-                wall_time: None,
-            });
+            self.keep.push(
+                &k,
+                Point {
+                    step,
+                    value: v,
+                    wall_time: None,
+                },
+            );
         }
     }
-    let mut series: Vec<Series> = order
-        .into_iter()
-        .filter_map(|k| {
-            let pts = by_key.remove(&k)?;
-            Some(Series::from_points(&k, source, pts))
-        })
-        .collect();
-    // Two keys of one log with one canonical name (nanoGPT's per-iteration `loss` and the
-    // eval-time `train loss`): the longest keeps the name, the others keep their own key,
-    // so one log never looks like several runs of one metric.
-    for i in 0..series.len() {
-        let longest = series
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.name == series[i].name)
-            .max_by_key(|(j, s)| (s.len(), s.tag == s.name, std::cmp::Reverse(*j)))
-            .map(|(j, _)| j);
-        if longest != Some(i) {
-            let own = series[i].tag.clone();
-            series[i].name = if own == series[i].name {
-                format!("{own} (second series)")
-            } else {
-                own
+
+    fn finish(self) -> LogRead {
+        let Parser {
+            source,
+            keep,
+            mut out,
+            per_epoch,
+        } = self;
+        let mut series: Vec<Series> = keep
+            .finish()
+            .into_iter()
+            .map(|(k, pts)| Series::from_points(&k, source, pts))
+            .collect();
+        // Two keys of one log with one canonical name (nanoGPT's per-iteration `loss` and the
+        // eval-time `train loss`): the longest keeps the name, the others keep their own key,
+        // so one log never looks like several runs of one metric. Grouped by name once.
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        for (j, s) in series.iter().enumerate() {
+            let better = |i: usize| {
+                let b = &series[i];
+                (s.len(), s.tag == s.name) > (b.len(), b.tag == b.name)
             };
+            match by_name.get(&s.name) {
+                Some(&i) if !better(i) => {}
+                _ => {
+                    by_name.insert(s.name.clone(), j);
+                }
+            }
         }
+        for (j, s) in series.iter_mut().enumerate() {
+            if by_name.get(&s.name) != Some(&j) {
+                let own = s.tag.clone();
+                s.name = if own == s.name {
+                    format!("{own} (second series)")
+                } else {
+                    own
+                };
+            }
+        }
+        out.series = series;
+        out.steps_per_epoch = per_epoch.flatten();
+        out
     }
-    out.series = series;
-    out.steps_per_epoch = per_epoch.flatten();
-    out
 }
 
 /// `(key, value)` pairs of one line, keys lowercased with spaces as `_`.
@@ -151,7 +195,7 @@ fn pairs(line: &str) -> Vec<(String, f64)> {
             match special {
                 Some(v) if !words.is_empty() => {
                     if words.len() <= MAX_KEY_WORDS {
-                        out.push((words.join("_").to_lowercase(), v));
+                        out.push((key_of(&words), v));
                     }
                     words.clear();
                 }
@@ -184,7 +228,7 @@ fn pairs(line: &str) -> Vec<(String, f64)> {
             }
             if let (Some(v), false) = (v, words.is_empty()) {
                 if words.len() <= MAX_KEY_WORDS {
-                    let key = words.join("_").to_lowercase();
+                    let key = key_of(&words);
                     if !key.is_empty() {
                         out.push((key, v));
                     }
@@ -202,6 +246,13 @@ fn pairs(line: &str) -> Vec<(String, f64)> {
         i += 1;
     }
     out
+}
+
+/// A key from its words (ASCII: see [`pairs`]): lowercased, joined by `_`.
+fn key_of(words: &[&str]) -> String {
+    let mut k = words.join("_");
+    k.make_ascii_lowercase();
+    k
 }
 
 /// A progress line that states its epoch and its batch of the epoch, `Word: E [ b/N`: the

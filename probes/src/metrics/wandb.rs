@@ -4,10 +4,15 @@
 //! History records (field 2: items of key / nested_key / value_json, and the step) become
 //! series; the config record (field 5) becomes `key -> JSON value` pairs for facts. A torn
 //! tail (a run still writing or killed) ends the read quietly; the CRC is not checked.
+//! The file is streamed through a window of one record (opened through the regular-file
+//! gate): a record over [`MAX_RECORD`] is skipped, the series are kept under
+//! [`super::budget`], the config under [`MAX_CONFIG_KEYS`] keys and [`MAX_CONFIG_BYTES`].
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 
+use super::budget::{Keeper, MAX_KEY_BYTES};
 use super::{Point, Series};
 use crate::error::{ReadError, Result};
 
@@ -15,6 +20,14 @@ const HEADER: &[u8; 4] = b":W&B";
 const BLOCK: usize = 32 * 1024;
 /// Record files larger than this are refused (history of a huge run is still far below).
 pub const MAX_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+/// A record (its fragments joined) larger than this is skipped.
+pub const MAX_RECORD: usize = 16 << 20;
+/// Distinct config keys kept; later new keys are ignored (updates to kept keys still win).
+pub const MAX_CONFIG_KEYS: usize = 10_000;
+/// Bytes of config keys and values kept, all together.
+pub const MAX_CONFIG_BYTES: usize = 16 << 20;
+/// A config value longer than this is not kept.
+pub const MAX_CONFIG_VALUE: usize = 64 << 10;
 
 /// What a record file holds.
 #[derive(Debug, Default)]
@@ -31,99 +44,199 @@ pub fn looks_like_wandb(head: &[u8]) -> bool {
 }
 
 pub fn read(path: &Path) -> Result<WandbRun> {
-    let meta = std::fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
-    if meta.len() > MAX_BYTES {
+    let f = crate::limits::open_regular(path)?;
+    let len = f.metadata().map_err(|e| ReadError::io(path, e))?.len();
+    if len > MAX_BYTES {
         return Err(ReadError::format(path, "W&B record file larger than 2 GiB"));
     }
-    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
-    parse(&bytes, path)
+    parse_from(f.take(MAX_BYTES), path)
 }
 
 pub fn parse(bytes: &[u8], path: &Path) -> Result<WandbRun> {
-    if !looks_like_wandb(bytes) {
+    parse_from(bytes, path)
+}
+
+/// The bytes of a stream from some offset on: enough to hold one record and its header.
+struct Window<R> {
+    r: R,
+    buf: Vec<u8>,
+    /// The stream offset of `buf[0]`.
+    base: usize,
+    eof: bool,
+}
+
+impl<R: Read> Window<R> {
+    /// The bytes `from..to` (offsets only grow: what lies before `from` is let go); `None`
+    /// when the stream ends first.
+    fn get(&mut self, from: usize, to: usize) -> std::io::Result<Option<&[u8]>> {
+        if from >= self.base + (1 << 20) || from > self.base + self.buf.len() {
+            let drop = (from - self.base).min(self.buf.len());
+            self.buf.drain(..drop);
+            self.base += drop;
+            // Bytes between what is held and `from` (a jump past the end) are read and let go.
+            while self.base < from && !self.eof {
+                let mut skip = vec![0u8; (from - self.base).min(64 << 10)];
+                let n = self.fill(&mut skip)?;
+                self.base += n;
+            }
+        }
+        while self.base + self.buf.len() < to && !self.eof {
+            let mut chunk = [0u8; 64 << 10];
+            let n = self.fill(&mut chunk)?;
+            self.buf.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
+        }
+        let (a, b) = (from.saturating_sub(self.base), to.saturating_sub(self.base));
+        Ok(if from < self.base {
+            None
+        } else {
+            self.buf.get(a..b)
+        })
+    }
+
+    fn fill(&mut self, into: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match self.r.read(into) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(0);
+                }
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// What the records add up to while the file is read.
+#[derive(Default)]
+struct State {
+    out: WandbRun,
+    keep: Keeper,
+    /// Config key -> (write order of its last update, JSON value).
+    config: HashMap<String, (u64, String)>,
+    config_seq: u64,
+    config_bytes: usize,
+}
+
+impl State {
+    fn config(&mut self, k: String, v: String) {
+        if v.len() > MAX_CONFIG_VALUE || k.len() > MAX_KEY_BYTES {
+            return;
+        }
+        self.config_seq += 1;
+        let seq = self.config_seq;
+        match self.config.get_mut(&k) {
+            Some(slot) => {
+                let bytes = self.config_bytes - slot.1.len() + v.len();
+                if bytes <= MAX_CONFIG_BYTES {
+                    self.config_bytes = bytes;
+                    *slot = (seq, v);
+                }
+            }
+            None => {
+                let bytes = self.config_bytes + k.len() + v.len();
+                if self.config.len() < MAX_CONFIG_KEYS && bytes <= MAX_CONFIG_BYTES {
+                    self.config_bytes = bytes;
+                    self.config.insert(k, (seq, v));
+                }
+            }
+        }
+    }
+}
+
+fn parse_from<R: Read>(r: R, path: &Path) -> Result<WandbRun> {
+    let mut w = Window {
+        r,
+        buf: Vec::new(),
+        base: 0,
+        eof: false,
+    };
+    let io = |e| ReadError::io(path, e);
+    if !w.get(0, 7).map_err(io)?.is_some_and(looks_like_wandb) {
         return Err(ReadError::format(
             path,
             "not a W&B record file (no :W&B header)",
         ));
     }
-    let mut out = WandbRun::default();
-    let mut by_key: HashMap<String, Vec<Point>> = HashMap::new();
-    let mut order: Vec<String> = Vec::new();
-    let mut config: Vec<(String, String)> = Vec::new();
+    let mut st = State::default();
     let mut pos = 7usize;
     let mut pending: Vec<u8> = Vec::new();
-    while pos + 7 <= bytes.len() {
+    // A record whose fragments passed MAX_RECORD: the rest of it is skipped.
+    let mut oversize = false;
+    loop {
         let left = BLOCK - pos % BLOCK;
         if left < 7 {
             pos += left;
             continue;
         }
-        let len = usize::from(u16::from_le_bytes([bytes[pos + 4], bytes[pos + 5]]));
-        let kind = bytes[pos + 6];
+        let Some(h) = w.get(pos, pos + 7).map_err(io)? else {
+            break;
+        };
+        let len = usize::from(u16::from_le_bytes([h[4], h[5]]));
+        let kind = h[6];
         let start = pos + 7;
-        let Some(data) = bytes.get(start..start + len) else {
+        let Some(data) = w.get(start, start + len).map_err(io)? else {
             break; // torn tail
         };
         pos = start + len;
-        let record: Option<Vec<u8>> = match kind {
+        let add = |pending: &mut Vec<u8>, oversize: &mut bool| {
+            if pending.len() + data.len() > MAX_RECORD {
+                *oversize = true;
+                *pending = Vec::new();
+            } else if !*oversize {
+                pending.extend_from_slice(data);
+            }
+        };
+        match kind {
             0 if len == 0 => {
                 // zero padding to the block end
                 pos += BLOCK - pos % BLOCK;
-                None
             }
-            1 => Some(data.to_vec()),
+            1 => record_fields(data, &mut st),
             2 => {
-                pending = data.to_vec();
-                None
+                pending.clear();
+                oversize = false;
+                add(&mut pending, &mut oversize);
             }
-            3 => {
-                pending.extend_from_slice(data);
-                None
-            }
+            3 => add(&mut pending, &mut oversize),
             4 => {
-                pending.extend_from_slice(data);
-                Some(std::mem::take(&mut pending))
+                add(&mut pending, &mut oversize);
+                if !oversize {
+                    record_fields(&pending, &mut st);
+                }
+                pending.clear();
+                oversize = false;
             }
             _ => break,
-        };
-        if let Some(r) = record {
-            record_fields(&r, &mut out, &mut by_key, &mut order, &mut config);
         }
     }
-    out.series = order
+    let State {
+        mut out,
+        keep,
+        config,
+        ..
+    } = st;
+    out.series = keep
+        .finish()
         .into_iter()
-        .filter_map(|k| {
-            let pts = by_key.remove(&k)?;
-            Some(Series::from_points(&k, path, pts))
-        })
+        .map(|(k, pts)| Series::from_points(&k, path, pts))
         .collect();
-    // Later config updates win; keep the last value of each key.
-    let mut seen = HashMap::new();
-    for (i, (k, _)) in config.iter().enumerate() {
-        seen.insert(k.clone(), i);
-    }
-    out.config = config
-        .into_iter()
-        .enumerate()
-        .filter(|(i, (k, _))| seen.get(k) == Some(i))
-        .map(|(_, kv)| kv)
-        .collect();
+    // Later config updates win; each key where its last update was written.
+    let mut config: Vec<(u64, String, String)> =
+        config.into_iter().map(|(k, (i, v))| (i, k, v)).collect();
+    config.sort_unstable_by_key(|c| c.0);
+    out.config = config.into_iter().map(|(_, k, v)| (k, v)).collect();
     Ok(out)
 }
 
-fn record_fields(
-    r: &[u8],
-    out: &mut WandbRun,
-    by_key: &mut HashMap<String, Vec<Point>>,
-    order: &mut Vec<String>,
-    config: &mut Vec<(String, String)>,
-) {
+fn record_fields(r: &[u8], st: &mut State) {
     let mut c = Cursor::new(r);
     while let Some((field, wire)) = c.key() {
         match (field, wire) {
             (2, 2) => {
                 let Some(h) = c.bytes() else { return };
-                history(h, out, by_key, order);
+                history(h, st);
             }
             (5, 2) => {
                 let Some(cfg) = c.bytes() else { return };
@@ -132,7 +245,7 @@ fn record_fields(
                     if (f, w) == (1, 2) {
                         let Some(item) = cc.bytes() else { break };
                         if let Some((k, v)) = item_kv(item) {
-                            config.push((k, v));
+                            st.config(k, v);
                         }
                     } else if !cc.skip(w) {
                         break;
@@ -148,12 +261,7 @@ fn record_fields(
     }
 }
 
-fn history(
-    h: &[u8],
-    out: &mut WandbRun,
-    by_key: &mut HashMap<String, Vec<Point>>,
-    order: &mut Vec<String>,
-) {
+fn history(h: &[u8], st: &mut State) {
     let mut items: Vec<(String, f64)> = Vec::new();
     let mut step: Option<u64> = None;
     let mut c = Cursor::new(h);
@@ -190,20 +298,19 @@ fn history(
             .and_then(|(_, v)| (v.is_finite() && *v >= 0.0).then_some(*v as u64))
     });
     let Some(step) = step else { return };
-    out.history_rows += 1;
+    st.out.history_rows += 1;
     for (k, v) in items {
         if k.starts_with('_') {
             continue; // _step, _runtime, _timestamp, _wandb.*
         }
-        let pts = by_key.entry(k.clone()).or_insert_with(|| {
-            order.push(k.clone());
-            Vec::new()
-        });
-        pts.push(Point {
-            step,
-            value: v,
-            wall_time: None,
-        });
+        st.keep.push(
+            &k,
+            Point {
+                step,
+                value: v,
+                wall_time: None,
+            },
+        );
     }
 }
 
@@ -360,6 +467,11 @@ pub(crate) mod tests {
             field(&mut r, 2, &h);
             recs.push(r);
         }
+        frame(recs)
+    }
+
+    /// Records framed in 32 KiB blocks behind the header.
+    fn frame(recs: Vec<Vec<u8>>) -> Vec<u8> {
         let mut out = b":W&B\xe1\xbe\x00".to_vec();
         for r in recs {
             let mut rest: &[u8] = &r;
@@ -407,6 +519,37 @@ pub(crate) mod tests {
         // A torn tail keeps what came before.
         let cut = parse(&bytes[..bytes.len() - 3], Path::new("run-x.wandb")).unwrap();
         assert_eq!(cut.history_rows, 1999);
+    }
+
+    #[test]
+    fn config_keys_and_records_are_capped_and_later_updates_win() {
+        let cfg = |pairs: &[(String, &str)]| {
+            let mut items = Vec::new();
+            for (k, v) in pairs {
+                let mut ci = Vec::new();
+                field(&mut ci, 1, k.as_bytes());
+                field(&mut ci, 16, v.as_bytes());
+                field(&mut items, 1, &ci);
+            }
+            let mut r = Vec::new();
+            field(&mut r, 5, &items);
+            r
+        };
+        let many: Vec<(String, &str)> = (0..MAX_CONFIG_KEYS + 10)
+            .map(|i| (format!("k{i}"), "1"))
+            .collect();
+        let big = vec![("huge".to_string(), "x")];
+        let mut huge = cfg(&big);
+        huge.extend(std::iter::repeat_n(0u8, MAX_RECORD)); // one record past the cap
+        let recs = vec![
+            cfg(&many),
+            huge,
+            cfg(&[("k0".to_string(), "2"), ("lr".to_string(), "0.1")]),
+        ];
+        let r = parse(&frame(recs), Path::new("run-z.wandb")).unwrap();
+        assert_eq!(r.config.len(), MAX_CONFIG_KEYS);
+        assert_eq!(r.config.last(), Some(&("k0".to_string(), "2".to_string())));
+        assert!(!r.config.iter().any(|(k, _)| k == "lr" || k == "huge"));
     }
 
     #[test]

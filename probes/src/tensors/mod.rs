@@ -13,6 +13,7 @@ pub mod compare;
 pub mod dcp;
 pub mod dtype;
 pub mod mapguard;
+pub mod memo;
 pub mod modgraph;
 pub mod numpy;
 pub mod optim;
@@ -153,7 +154,13 @@ impl TensorFile {
     /// Opens a `.safetensors` file, a sharded `*.index.json`, or a torch zip checkpoint,
     /// reading only headers (and `data.pkl`).
     pub fn open(path: impl AsRef<Path>) -> Result<TensorFile> {
-        Self::open_inner(path.as_ref(), None)
+        let path = path.as_ref();
+        // A refusal is remembered where it depends on this one file alone (a sharded index's
+        // may be a shard that is missing now and written later).
+        if path.to_string_lossy().ends_with(".index.json") {
+            return Self::open_inner(path, None);
+        }
+        memo::unless_refused("tensors", path, || Self::open_inner(path, None))
     }
 
     /// Opens one part of a torch checkpoint that holds several models: `part` is a top-level
@@ -382,6 +389,40 @@ impl TensorFile {
         }
         self.torch.push(z);
         Ok(())
+    }
+
+    /// A torch archive's tensors under names the caller chose (an optimizer's moments): the
+    /// tensors whose views do not fit their storage are left out, not refused.
+    pub(crate) fn from_torch_refs(z: TorchZip, refs: Vec<(String, TensorRef)>) -> TensorFile {
+        let mut tf = TensorFile::empty(z.path(), FileKind::TorchZip);
+        for (name, t) in refs {
+            let fits = z.storage_bytes(&t.storage_key).is_ok_and(|s| {
+                let what = format!("tensor {name:?}");
+                check_extent(
+                    z.path(),
+                    &what,
+                    s.len(),
+                    t.dtype,
+                    t.offset,
+                    &t.shape,
+                    &t.stride,
+                )
+                .is_ok()
+            });
+            if !fits || tf.index.contains_key(&name) {
+                continue;
+            }
+            tf.index.insert(name.clone(), tf.tensors.len());
+            tf.tensors.push(TensorInfo {
+                name,
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                buffer: false,
+            });
+            tf.locs.push(Loc::Torch { file: 0, tref: t });
+        }
+        tf.torch.push(z);
+        tf
     }
 
     /// A DCP checkpoint: the model's tensors (keys under `model.`, or every key when none is;

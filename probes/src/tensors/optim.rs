@@ -5,14 +5,22 @@
 //! ZeRO partition (`zero_pp_rank_*_optim_states.pt`) flattens each group's state into one
 //! tensor: its groups are read, with their parameters' names from the sibling
 //! `mp_rank_*_model_states.pt` (`param_shapes`), and no per-parameter state.
+//!
+//! The moments (`exp_avg`, `exp_avg_sq`, `max_exp_avg_sq`, `momentum_buffer`) are read as the
+//! weights are: one streamed pass of the tensor pass ([`super::pass`]) over every moment of
+//! the file in blocks, on the first question about any of them, its figures cached for the
+//! process; resident memory stays near a block, not the file. [`OptimizerState::open`] shares
+//! one parse per file (and remembers a refusal) for every probe of a process.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Once};
 
 use super::dtype::DType;
 use super::pickle::{lookup, TensorRef, Value};
 use super::stats::TensorStats;
 use super::torchzip::TorchZip;
+use super::TensorFile;
 use crate::error::{ReadError, Result};
 
 /// One entry of `param_groups`.
@@ -56,10 +64,24 @@ pub struct OptimizerState {
     pub path: PathBuf,
     /// A ZeRO partition: groups only, per-parameter state flattened away (not read).
     pub partitioned: bool,
-    zip: TorchZip,
+    /// The moment tensors, named `optimizer:state.<id>.<key>`, for the tensor pass.
+    tf: TensorFile,
+    names: HashMap<TensorRef, String>,
+    /// The one pass over every moment, run on the first question about any.
+    streamed: Once,
 }
 
+/// The `what` of this reader in the process-wide memo.
+pub const MEMO_KEY: &str = "optimizer state";
+
 impl OptimizerState {
+    /// [`OptimizerState::read`] once per file for the process: every caller (every probe of a
+    /// `check`) shares one parse, and a file refused once is refused again without a read.
+    pub fn open(path: impl AsRef<Path>) -> Result<Arc<OptimizerState>> {
+        let path = path.as_ref();
+        super::memo::read_shared(MEMO_KEY, path, || OptimizerState::read(path))
+    }
+
     /// Reads an optimizer state dict: the file's root, or one nested under `optimizer`,
     /// `optimizer_state_dict`, or `optimizer_states[0]` (Lightning).
     pub fn read(path: impl AsRef<Path>) -> Result<OptimizerState> {
@@ -72,13 +94,13 @@ impl OptimizerState {
             zip
         };
         if let Some(groups) = zero_groups(path, zip.root())? {
-            return Ok(OptimizerState {
+            return Ok(OptimizerState::new(
+                path,
                 groups,
-                state: BTreeMap::new(),
-                path: path.to_path_buf(),
-                partitioned: true,
+                BTreeMap::new(),
+                true,
                 zip,
-            });
+            ));
         }
         let root = zip.root();
         let sd = [
@@ -224,22 +246,79 @@ impl OptimizerState {
                 state.insert(id, ps);
             }
         }
-        Ok(OptimizerState {
+        Ok(OptimizerState::new(path, groups, state, false, zip))
+    }
+
+    /// Keeps the archive for its storages (its unpickled tree is let go: what is needed was
+    /// read out of it) and names each moment tensor for the tensor pass.
+    fn new(
+        path: &Path,
+        groups: Vec<ParamGroup>,
+        state: BTreeMap<u64, ParamState>,
+        partitioned: bool,
+        mut zip: TorchZip,
+    ) -> OptimizerState {
+        drop(zip.take_root());
+        let mut refs = Vec::new();
+        let mut names = HashMap::new();
+        for s in state.values() {
+            let slots = [
+                ("exp_avg", &s.exp_avg),
+                ("exp_avg_sq", &s.exp_avg_sq),
+                ("max_exp_avg_sq", &s.max_exp_avg_sq),
+                ("momentum_buffer", &s.momentum_buffer),
+            ];
+            for (k, t) in slots {
+                let Some(t) = t else { continue };
+                if names.contains_key(t) {
+                    continue;
+                }
+                let name = format!("optimizer:state.{}.{k}", s.id);
+                names.insert(t.clone(), name.clone());
+                refs.push((name, t.clone()));
+            }
+        }
+        let tf = TensorFile::from_torch_refs(zip, refs);
+        names.retain(|_, n| tf.get(n).is_some());
+        OptimizerState {
             groups,
             state,
             path: path.to_path_buf(),
-            partitioned: false,
-            zip,
-        })
+            partitioned,
+            tf,
+            names,
+            streamed: Once::new(),
+        }
     }
 
+    /// Asks `pass` for the statistics of every moment tensor (exp_avg, exp_avg_sq,
+    /// max_exp_avg_sq, momentum_buffer): run with the weights' plan, the optimizer state is
+    /// read in the same pass.
+    pub fn plan<'a>(&'a self, pass: &mut super::pass::Pass<'a>) {
+        for n in self.names.values() {
+            pass.stats(&self.tf, n);
+        }
+    }
+
+    /// Statistics of one state tensor: a moment's from the pass (every moment of the file
+    /// streamed once, on the first question, and cached); any other tensor read on its own.
     pub fn tensor_stats(&self, t: &TensorRef) -> Result<TensorStats> {
-        self.zip.tensor_stats(t)
+        match self.names.get(t) {
+            Some(n) => {
+                self.streamed.call_once(|| {
+                    let mut p = super::pass::Pass::new();
+                    self.plan(&mut p);
+                    p.run();
+                });
+                super::pass::stats(&self.tf, n)
+            }
+            None => self.archive().tensor_stats(t),
+        }
     }
 
     /// ‖t‖₂ over its finite values.
     pub fn l2_norm(&self, t: &TensorRef) -> Result<f64> {
-        Ok(self.zip.tensor_stats(t)?.l2)
+        Ok(self.tensor_stats(t)?.l2)
     }
 
     /// The group a parameter index belongs to.
@@ -256,9 +335,10 @@ impl OptimizerState {
             .collect()
     }
 
-    /// The underlying archive (for loading state tensors onto a device).
+    /// The underlying archive (for loading state tensors onto a device); its unpickled root
+    /// is not kept.
     pub fn archive(&self) -> &TorchZip {
-        &self.zip
+        &self.tf.torch[0]
     }
 }
 

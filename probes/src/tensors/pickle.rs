@@ -59,7 +59,7 @@ fn perr<T>(msg: impl Into<String>) -> PResult<T> {
 
 /// A tensor as the pickle describes it: a view (offset, shape, stride in elements) into a
 /// storage that lives elsewhere (a `data/<key>` entry of the torch zip).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TensorRef {
     pub storage_key: String,
     pub dtype: DType,

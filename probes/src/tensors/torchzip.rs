@@ -70,8 +70,13 @@ impl TorchZip {
     /// Opens an archive and interprets its `data.pkl`; no storage bytes are touched yet.
     /// A Stable-Baselines3 model `.zip` opens as its `policy.pth` (the weights); see
     /// [`TorchZip::open_member`] for its other members.
+    /// A file refused once is refused again without being read (see `memo`).
     pub fn open(path: impl AsRef<Path>) -> Result<TorchZip> {
         let path = path.as_ref();
+        super::memo::unless_refused("torch zip", path, || Self::open_uncached(path))
+    }
+
+    fn open_uncached(path: &Path) -> Result<TorchZip> {
         let (file, map) = map_file(path)?;
         if !map.starts_with(b"PK\x03\x04") {
             use super::sniff::Sniffed;
@@ -180,6 +185,12 @@ impl TorchZip {
     /// The unpickled object (a state dict, an optimizer state, an opaque object …).
     pub fn root(&self) -> &Value {
         &self.root
+    }
+
+    /// Gives up the unpickled object (for a caller that has read what it needs from it and
+    /// keeps the archive only for its storages); [`TorchZip::root`] is `None` after.
+    pub(crate) fn take_root(&mut self) -> Value {
+        std::mem::replace(&mut self.root, Value::None)
     }
 
     /// The raw bytes of storage `key` (`<prefix>/data/<key>`).

@@ -124,6 +124,15 @@ fn embedding_kind(name: &str, shape: &[usize], vocab: Option<u64>) -> Option<Emb
             EmbedKind::Token
         });
     }
+    // A position table named for what it holds (`pos`, `pos_emb`, `position`): nn.Embedding's
+    // own N(0, 1) init is an embedding's, not a weight matrix gone wrong.
+    let position_owner = owner == "pos"
+        || owner.starts_with("pos_")
+        || owner.ends_with("_pos")
+        || owner.contains("position");
+    if position_owner {
+        return Some(EmbedKind::Other);
+    }
     vocab_rows.then_some(EmbedKind::Token)
 }
 
@@ -500,6 +509,27 @@ pub fn init_weight_stats(ctx: &ProbeCtx) -> Vec<Verdict> {
             )
         };
         msg.push_str(&format!(". Expect std ≈ {floor} (transformers) or ≈ √(1/fan_in)…√(2/fan_in); a std near 1 on a weight matrix is an N(0,1) init (torch.randn) — apply the model's init (e.g. post_init / _init_weights) before training"));
+        // The run's own knob, when its config states one: `initializer_range` (HF configs),
+        // `init_std` / `initializer_factor`.
+        if let Some((path, cfg)) = ctx.run.model_config() {
+            for key in ["initializer_range", "init_std", "initializer_factor"] {
+                if let Some(x) = cfg.raw.get(key).and_then(serde_json::Value::as_f64) {
+                    let usual = if key == "initializer_factor" {
+                        "1.0"
+                    } else {
+                        "0.02"
+                    };
+                    msg.push_str(&format!(
+                        "; {} sets {key} {} here (the usual value is {usual})",
+                        path.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
+                        fmt(x)
+                    ));
+                    break;
+                }
+            }
+        }
         let mut emb: Vec<String> = unit_tied.clone();
         emb.extend(unit_free.iter().cloned());
         if matrices > 0 && !emb.is_empty() {
@@ -622,6 +652,10 @@ mod tests {
             assert_eq!(embedding_kind(name, shape, None), kind, "{name}");
         }
         // Any 2-D table with vocab_size rows is a token table.
+        assert_eq!(
+            embedding_kind("pos.weight", &[32, 64], Some(29)),
+            Some(EmbedKind::Other)
+        );
         assert_eq!(
             embedding_kind("tok.weight", &[512, 64], Some(512)),
             Some(Token)

@@ -58,9 +58,17 @@ pub(crate) fn module_of(name: &str) -> &str {
 /// Buffers and other tensors no optimizer updates: registered buffers (known from a pickled
 /// module's `_buffers`), and by name: norm statistics, position ids, rotary frequencies,
 /// detection anchors and strides (YOLO `anchors`, `anchor_grid`, `strides`, `stride`).
+/// An attention or pruning mask saved with the weights (`mask`, `attn_mask`, `causal_mask`,
+/// `weight_mask`): a buffer by its name.
+pub(crate) fn is_mask_name(name: &str) -> bool {
+    let last = last_component(name).to_ascii_lowercase();
+    last == "mask" || last.ends_with("_mask")
+}
+
 pub(crate) fn is_buffer(name: &str, info: &TensorInfo) -> bool {
     let last = last_component(name);
     info.buffer
+        || is_mask_name(name)
         || matches!(last, "running_mean" | "running_var" | "num_batches_tracked" | "position_ids" | "inv_freq" | "masked_bias" | "token_type_ids" | "anchors" | "anchor_grid" | "strides" | "stride")
         || name.contains("relative_position_index")
         // GPT-2's causal-mask buffer `attn.bias` is [1, 1, n, n].
@@ -372,7 +380,13 @@ pub fn prefetch(run: &Run, compute: &Compute) {
             }
         }
     }
+    // The newest optimizer state's moments are read in the same pass (its parse is shared
+    // with the optimizer probes).
+    let opt = crate::probes::checkpoint::optimizer_state::newest_optimizer(run, "").ok();
     let mut plan = Pass::new();
+    if let Some((o, _)) = &opt {
+        o.plan(&mut plan);
+    }
     // On a GPU the statistics are computed there, tensor by tensor; comparisons stay here.
     if !compute.is_cuda() {
         for (i, m) in &models {

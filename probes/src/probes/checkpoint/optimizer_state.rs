@@ -1,6 +1,7 @@
 //! The newest optimizer state beside a checkpoint and the parameter names it maps to.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::probe::{Evidence, Verdict};
 use crate::run::{ArtifactKind, CheckpointDir, Run};
@@ -9,29 +10,30 @@ use crate::tensors::{OptimizerState, TensorInfo};
 use crate::probes::checkpoint::model::*;
 
 /// The newest optimizer state of the run (an `optimizer.pt`, else a Lightning `.ckpt`), with
-/// the checkpoint it belongs to.
+/// the checkpoint it belongs to. Parsed once per file for the process ([`OptimizerState::open`]):
+/// every probe that asks shares it, and its moments' statistics.
 pub(crate) fn newest_optimizer<'a>(
     run: &'a Run,
     entry: &str,
-) -> Result<(OptimizerState, Option<&'a CheckpointDir>), Vec<Verdict>> {
+) -> Result<(Arc<OptimizerState>, Option<&'a CheckpointDir>), Vec<Verdict>> {
     let mut errors = Vec::new();
     for c in run.checkpoints.iter().rev() {
         if let Some(p) = &c.optimizer {
-            match OptimizerState::read(p) {
+            match OptimizerState::open(p) {
                 Ok(o) => return Ok((o, Some(c))),
                 Err(e) => errors.push(e.to_string()),
             }
         }
     }
     for a in run.of_kind(ArtifactKind::Optimizer).iter().rev() {
-        if let Ok(o) = OptimizerState::read(&a.path) {
+        if let Ok(o) = OptimizerState::open(&a.path) {
             return Ok((o, None));
         }
     }
     // Lightning keeps the optimizer inside the .ckpt.
     for c in run.checkpoints.iter().rev() {
         for w in c.weights.iter().filter(|w| file_name(w).ends_with(".ckpt")) {
-            if let Ok(o) = OptimizerState::read(w) {
+            if let Ok(o) = OptimizerState::open(w) {
                 return Ok((o, Some(c)));
             }
         }

@@ -105,12 +105,18 @@ pub fn log_errors(ctx: &ProbeCtx) -> Vec<Verdict> {
         read.push(path.display().to_string());
         let lines: Vec<&str> = text.lines().collect();
         let n = lines.len();
+        // Progress lines before the current one and the last evaluation frame, kept as the
+        // scan goes (a re-scan per hit is quadratic in OOM lines).
+        let mut progress_before = 0usize;
+        let mut last_eval: Option<usize> = None;
         for (i, line) in lines.iter().enumerate() {
             let lower = line.to_lowercase();
             for (entry, pats) in &patterns {
                 if pats.iter().any(|p| lower.contains(p.as_str())) {
                     let entry = if entry == "M1" {
-                        refine_oom(&lines, i, min_unalloc, unalloc_ratio, late_lines)
+                        let late = progress_before >= late_lines;
+                        let in_eval = last_eval.is_some_and(|j| i - j <= EVAL_WINDOW);
+                        refine_oom(&lines, i, min_unalloc, unalloc_ratio, in_eval, late)
                     } else {
                         entry.clone()
                     };
@@ -122,6 +128,10 @@ pub fn log_errors(ctx: &ProbeCtx) -> Vec<Verdict> {
                         from_end: n - 1 - i,
                     });
                 }
+            }
+            progress_before += usize::from(is_progress(line));
+            if EVAL_FRAMES.iter().any(|f| lower.contains(f)) {
+                last_eval = Some(i);
             }
         }
     }
@@ -178,16 +188,30 @@ fn is_progress(line: &str) -> bool {
         })
 }
 
+/// Traceback frames of an evaluation loop.
+const EVAL_FRAMES: [&str; 6] = [
+    "in evaluation_loop",
+    "in evaluate",
+    "in prediction_step",
+    "in validation_step",
+    "in _run_evaluate",
+    "in eval_step",
+];
+/// How many lines before an OOM an evaluation frame is looked for.
+const EVAL_WINDOW: usize = 80;
+
 /// An out-of-memory error, refined by what surrounds it: raised inside the evaluation loop
-/// (M6), with far more memory reserved-but-unallocated than the request (fragmentation, M3),
-/// after the run had logged many training steps (a late OOM: the longest batch, M5 — or a
-/// leak, M2, when logged memory climbs); else M1.
+/// (`in_eval`: an [`EVAL_FRAMES`] line among the [`EVAL_WINDOW`] before it, M6), with far more memory reserved-but-unallocated than the request (fragmentation, M3),
+/// after the run had logged many training steps (`late`: at least `late_oom_lines` progress
+/// lines before it — a late OOM: the longest batch, M5 — or a leak, M2, when logged memory
+/// climbs); else M1.
 fn refine_oom(
     lines: &[&str],
     i: usize,
     min_unalloc_gib: f64,
     ratio: f64,
-    late_lines: usize,
+    in_eval: bool,
+    late: bool,
 ) -> String {
     let msg: String = lines[i..(i + 4).min(lines.len())].join(" ");
     let tried = gib_after(&msg, "tried to allocate ");
@@ -197,23 +221,9 @@ fn refine_oom(
             return "M3".into();
         }
     }
-    let from = i.saturating_sub(80);
-    let in_eval = lines[from..i].iter().any(|l| {
-        let l = l.to_lowercase();
-        [
-            "in evaluation_loop",
-            "in evaluate",
-            "in prediction_step",
-            "in validation_step",
-            "in _run_evaluate",
-            "in eval_step",
-        ]
-        .iter()
-        .any(|f| l.contains(f))
-    });
     if in_eval {
         "M6".into()
-    } else if lines[..i].iter().filter(|l| is_progress(l)).count() >= late_lines {
+    } else if late {
         "M5".into()
     } else {
         "M1".into()

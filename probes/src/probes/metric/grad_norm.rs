@@ -398,19 +398,27 @@ pub fn grad_norm_spikes(ctx: &ProbeCtx) -> Vec<Verdict> {
 pub(super) const GRAD_NORM_RATIO: ProbeSpec = ProbeSpec {
     id: "grad_norm_ratio",
     entries: &["S6.3", "O9"],
-    inputs: &["metrics:grad_norm", "baseline", "fact:accum_steps"],
-    params: &["tolerance", "max_ratio"],
+    inputs: &[
+        "metrics:grad_norm",
+        "baseline",
+        "fact:accum_steps",
+        "fact:max_grad_norm",
+    ],
+    params: &["tolerance", "max_ratio", "clipped_frac", "clip_factor"],
     outcomes: &["pass", "k_times", "skip"],
     run: grad_norm_ratio,
 };
 
 pub fn grad_norm_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     let (tol, max_ratio) = (p!(ctx, "tolerance"), p!(ctx, "max_ratio"));
+    let (frac_min, factor) = (p!(ctx, "clipped_frac"), p!(ctx, "clip_factor"));
     let Some(base) = ctx.baseline else {
-        return vec![Verdict::skip(
-            "S6.3",
-            "needs --baseline RUN (the same config without accumulation)",
-        )];
+        return clipped_every_step(ctx, frac_min, factor).unwrap_or_else(|| {
+            vec![Verdict::skip(
+                "S6.3",
+                "needs --baseline RUN (the same config without accumulation), or accum_steps, max_grad_norm and a logged pre-clip grad norm",
+            )]
+        });
     };
     let (Some(g), Some(gb)) = (
         ctx.run.metrics().get("grad_norm"),
@@ -459,6 +467,59 @@ pub fn grad_norm_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
             gb.points[gb.points.len() - 1].step,
         ))
         .value("ratio", r)]
+}
+
+/// Without a baseline: a run that accumulates k ≥ 2 micro-batches, clips at max_grad_norm, and
+/// logs a pre-clip grad norm above the clip on (nearly) every step past the first tenth of the
+/// run, at a median of several times the clip. An undivided loss sums k micro-batch gradients:
+/// the clip then rescales every step, and the norm it reports is k× what a divided loss gives.
+fn clipped_every_step(ctx: &ProbeCtx, frac_min: f64, factor: f64) -> Option<Vec<Verdict>> {
+    // Trainers that own the accumulation divide the loss themselves (HF Trainer / TRL,
+    // Lightning's accumulate_grad_batches, DeepSpeed, accelerate's backward under
+    // `accumulate`): the bug needs a loop of the user's own. A clip active on every step there
+    // is a large-gradient regime (LoRA, early training), not k summed gradients.
+    let framework = ctx.profile.framework.value.as_str();
+    if matches!(
+        framework,
+        "hf_trainer" | "trl" | "lightning" | "deepspeed" | "accelerate" | "sentence_transformers"
+    ) {
+        return None;
+    }
+    let k = ctx.facts.f64("accum_steps").filter(|k| *k >= 2.0)?;
+    let clip = ctx.facts.f64("max_grad_norm").filter(|c| *c > 0.0)?;
+    let g = ctx.run.metrics().get("grad_norm")?;
+    let pts: Vec<&Point> = g.points.iter().filter(|p| p.value.is_finite()).collect();
+    if pts.len() < 10 {
+        return None;
+    }
+    let tail = &pts[pts.len() / 10..];
+    let above = tail.iter().filter(|p| p.value > clip).count() as f64 / tail.len() as f64;
+    let vals: Vec<f64> = tail.iter().map(|p| p.value).collect();
+    let med = median(&vals)?;
+    let (a, b) = (tail[0].step, tail[tail.len() - 1].step);
+    let measured = format!(
+        "pre-clip grad norm above max_grad_norm {} on {:.0}% of steps {a}..{b}, median {} ({:.1}× the clip); accum_steps {k}",
+        fmt(clip),
+        100.0 * above,
+        fmt(med),
+        med / clip
+    );
+    let v = if above >= frac_min && med >= factor * clip {
+        Verdict::new("O9", Status::Warn, "k_times").message(format!(
+            "the clip rescales every step: with accum_steps {k}, an accumulated loss that is not divided by {k} sums {k} micro-batch gradients — loss = loss / {k} before backward() (S6.3); compare with --baseline RUN (accum 1) to confirm"
+        ))
+    } else {
+        Verdict::new("S6.3", Status::Pass, "pass")
+            .message("the pre-clip grad norm does not sit above the clip on every step")
+    };
+    Some(vec![v
+        .measured(measured)
+        .expected(format!(
+            "the clip active on < {:.0}% of steps, or a median under {factor}× the clip",
+            100.0 * frac_min
+        ))
+        .evidence(series_evidence(g, a, b))
+        .value("clipped_frac", above)])
 }
 
 /// The training loss, finite values in step order, when the phase's loss is meant to fall

@@ -30,6 +30,7 @@ pub(super) const LOSS_FLOOR: ProbeSpec = ProbeSpec {
         "clamp_value",
         "clamp_tol",
         "chance_frac",
+        "bce_saturated",
     ],
     outcomes: &[
         "pass",
@@ -102,6 +103,39 @@ pub fn loss_floor(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .evidence(series_evidence(s, at, *clamped.last().unwrap_or(&at)))
                 .value("clamped_points", clamped.len() as f64),
         );
+    }
+
+    // O13 for a multi-label head: a per-element binary cross-entropy starts near ln 2; one that
+    // climbs to many times that has its probabilities pinned at 0/1 the wrong way — a sigmoid
+    // saturated under BCELoss's clamp (often behind a too-high LR), not a slow start.
+    let multi_label = ctx
+        .facts
+        .get("task")
+        .is_some_and(|t| t.to_ascii_lowercase().contains("multi_label"));
+    if multi_label && clamped.is_empty() {
+        let sat = p!(ctx, "O16", "bce_saturated");
+        let k = (fin.len() as f64 * tail_frac).ceil().max(1.0) as usize;
+        let tail = &fin[fin.len().saturating_sub(k)..];
+        let mean = tail.iter().map(|x| x.1).sum::<f64>() / tail.len() as f64;
+        if mean >= sat * std::f64::consts::LN_2 {
+            let lr = ctx
+                .facts
+                .f64("lr_max")
+                .map(|lr| format!("; the learning rate is {} here", fmt(lr)))
+                .unwrap_or_default();
+            out.push(
+                Verdict::new("O13", Status::Fail, "bce_clamp")
+                    .measured(format!(
+                        "multi-label loss {} over the last {} points (chance ln 2 = 0.693 per label)",
+                        fmt(mean),
+                        tail.len()
+                    ))
+                    .expected(format!("below {} × ln 2", fmt(sat)))
+                    .message(format!("sigmoid outputs saturated the wrong way: a binary cross-entropy this far above ln 2 has probabilities pinned at 0/1 — compute the loss with BCEWithLogitsLoss on the raw logits (never torch.sigmoid + BCELoss), pos_weight for imbalance, and lower the learning rate{lr}"))
+                    .evidence(series_evidence(s, tail[0].0, tail[tail.len() - 1].0))
+                    .value("tail_mean", mean),
+            );
+        }
     }
 
     let classes = ctx.facts.u64("num_classes").filter(|c| *c > 1);

@@ -414,3 +414,45 @@ fn loss_trend_on_epoch_means_and_a_loss_that_lands_on_zero() {
     )]);
     assert_eq!(ask(loss_trend, &smooth, &[], tp).status, Status::Pass);
 }
+
+#[test]
+fn an_undivided_accumulation_shows_as_a_clip_active_on_every_step() {
+    use crate::probes::metric::grad_norm::grad_norm_ratio;
+    let tp = thresholds("grad_norm_ratio");
+    let run = |norm: f64| {
+        run_with(&[
+            (
+                "loss",
+                (1..=60).map(|t| (t * 5, 2.3 - t as f64 * 0.02)).collect(),
+            ),
+            (
+                "grad_norm",
+                (1..=60)
+                    .map(|t| (t * 5, norm * (1.0 + 0.1 * (t as f64).sin())))
+                    .collect(),
+            ),
+        ])
+    };
+    let facts = ["accum_steps=8", "max_grad_norm=1.0"];
+    // 8 summed micro-batch gradients: the pre-clip norm sits at ~4× the clip on every step.
+    let v = ask(grad_norm_ratio, &run(4.0), &facts, tp.clone());
+    assert_eq!((v.status, v.entry.as_str()), (Status::Warn, "O9"), "{v:?}");
+    // Divided: the clip is rarely active.
+    let v = ask(grad_norm_ratio, &run(0.5), &facts, tp.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // No accumulation, or a trainer that divides the loss itself: no claim.
+    let v = ask(
+        grad_norm_ratio,
+        &run(4.0),
+        &["max_grad_norm=1.0"],
+        tp.clone(),
+    );
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    let v = ask(
+        grad_norm_ratio,
+        &run(4.0),
+        &["accum_steps=8", "max_grad_norm=1.0", "framework=hf_trainer"],
+        tp,
+    );
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+}

@@ -160,12 +160,33 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
             .value("decay_shrink", x)];
     }
     if !decayed_1d.is_empty() {
-        return vec![Verdict::new(E, mixed, "decayed_1d")
+        // No group without decay at all: the optimizer was built from `model.parameters()`
+        // with one weight_decay — O6's recipe (a no-decay group, AdamW) is the fix. A split
+        // that exists but puts 1-D tensors on the wrong side is S6.1's.
+        let no_decay_group = opt
+            .groups
+            .iter()
+            .any(|g| g.weight_decay.unwrap_or(0.0) <= decay_min);
+        let (entry, how) = if no_decay_group {
+            (
+                E,
+                "split param_groups by p.ndim (ndim < 2 → weight_decay 0.0)",
+            )
+        } else {
+            ("O6", "there is no weight_decay = 0 group at all: build two param_groups (p.ndim ≥ 2 at your weight_decay, the rest at 0.0) and use AdamW, not Adam(weight_decay=…)")
+        };
+        let wd_now = opt
+            .groups
+            .iter()
+            .filter_map(|g| g.weight_decay)
+            .fold(0.0, f64::max);
+        return vec![Verdict::new(entry, mixed, "decayed_1d")
             .measured(measured)
             .expected(expected)
             .message(format!(
-                "{} 1-D tensors (biases, LayerNorm/BatchNorm gains) sit in a weight-decayed group: {} — decay pulls norm gains toward 0 and biases toward 0; split param_groups by p.ndim (ndim < 2 → weight_decay 0.0) and use AdamW",
+                "{} 1-D tensors (biases, LayerNorm/BatchNorm gains) sit in a weight-decayed group (weight_decay {} here): {} — decay pulls norm gains toward 0 and biases toward 0; {how}",
                 decayed_1d.len(),
+                fmt(wd_now),
                 list_some(&decayed_1d, 4)
             ))
             .evidence(ev)

@@ -99,9 +99,13 @@ pub fn cached_counts() -> (usize, usize) {
     (c.stats.len(), c.diffs.len())
 }
 
-/// Forgets everything computed so far (the next request reads the files again).
+/// Forgets everything computed so far, and the parses and refusals of `tensors::memo` (the
+/// next request reads the files again).
 pub fn clear_cache() {
-    let mut c = cache();
-    c.stats.clear();
-    c.diffs.clear();
+    {
+        let mut c = cache();
+        c.stats.clear();
+        c.diffs.clear();
+    }
+    crate::tensors::memo::clear();
 }

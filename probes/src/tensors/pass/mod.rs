@@ -184,10 +184,17 @@ pub fn diff(a: &TensorFile, an: &str, b: &TensorFile, bn: &str) -> Result<DiffSt
     r.unwrap_or_else(|| Err(lost(b))).map_err(|f| f.error())
 }
 
+/// The most threads [`set_threads`] accepts (rayon starts them all at once: a typo such as
+/// `--threads 100000000` would otherwise spend minutes starting threads).
+pub const MAX_THREADS: usize = 1024;
+
 /// Sets how many threads read and reduce tensors (rayon's global pool; call before any pass).
 pub fn set_threads(n: usize) -> std::result::Result<(), String> {
     if n == 0 {
         return Err("expected at least 1".into());
+    }
+    if n > MAX_THREADS {
+        return Err(format!("expected at most {MAX_THREADS}"));
     }
     rayon::ThreadPoolBuilder::new()
         .num_threads(n)

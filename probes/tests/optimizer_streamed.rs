@@ -1,0 +1,110 @@
+//! Optimizer state read as weights are (issue 29): every probe of a check shares one parse of
+//! `optimizer.pt` and one streamed pass over its moments; a refused file is not parsed again.
+
+use std::path::Path;
+
+mod common;
+#[path = "support/optim_writer.rs"]
+mod optim_writer;
+
+use mltriage_probes::device::Compute;
+use mltriage_probes::facts::facts_from_artifacts;
+use mltriage_probes::probe::{run_probe, Status, Verdict};
+use mltriage_probes::probes::{checkpoint, optimizer};
+use mltriage_probes::run::Run;
+use mltriage_probes::tensors::memo::parse_count;
+use mltriage_probes::tensors::optim::MEMO_KEY;
+use mltriage_probes::tensors::OptimizerState;
+
+/// What `check` does with the checkpoint and optimizer probes: the pass planned, then every
+/// probe in turn.
+fn check_like(dir: &Path) -> Vec<(&'static str, Verdict)> {
+    let run = Run::discover(dir).unwrap();
+    let facts = facts_from_artifacts(&run);
+    let profile = mltriage_probes::profile::Profile::of(&run, &facts);
+    let compute = Compute::cpu();
+    checkpoint::model::prefetch(&run, &compute);
+    let mut out = Vec::new();
+    for s in checkpoint::SPECS.iter().chain(optimizer::SPECS) {
+        let params = common::thresholds(s.id);
+        let ctx = mltriage_probes::probe::ProbeCtx {
+            run: &run,
+            facts: &facts,
+            profile: &profile,
+            params: &params,
+            compute: &compute,
+            baseline: None,
+        };
+        out.extend(run_probe(s, &ctx).into_iter().map(|v| (s.id, v)));
+    }
+    out
+}
+
+#[test]
+fn every_optimizer_probe_shares_one_read_of_the_optimizer_state() {
+    let d = tempfile::tempdir().unwrap();
+    let ck = d.path().join("checkpoint-100");
+    std::fs::create_dir_all(&ck).unwrap();
+    let opt = ck.join("optimizer.pt");
+    let shapes = vec![vec![256, 128], vec![128], vec![64, 64]];
+    optim_writer::write_adam_pt(&opt, &shapes, 100.0, 1e-3, 1e-6);
+    std::fs::write(ck.join("trainer_state.json"), r#"{"global_step": 100}"#).unwrap();
+
+    let first = check_like(d.path());
+    let again = check_like(d.path());
+    assert_eq!(
+        parse_count(MEMO_KEY, &opt),
+        1,
+        "optimizer.pt parsed more than once"
+    );
+    let find = |v: &[(&str, Verdict)], id: &str| {
+        v.iter()
+            .find(|(p, x)| *p == id && x.entry != "S2.1")
+            .map(|x| x.1.clone())
+    };
+    for id in [
+        "optimizer_rebuilt",
+        "params_without_state",
+        "adam_eps",
+        "frozen_drift",
+    ] {
+        let (a, b) = (find(&first, id), find(&again, id));
+        let a = a.unwrap_or_else(|| panic!("no {id}: {first:#?}"));
+        assert_eq!(a.status, Status::Pass, "{id}: {a:#?}");
+        assert_eq!(Some(a.measured.clone()), b.map(|b| b.measured), "{id}");
+    }
+    // The moments' statistics come from the streamed pass, equal to a read of the bytes.
+    let o = OptimizerState::open(&opt).unwrap();
+    let s = &o.state[&0];
+    let m = s.exp_avg.as_ref().unwrap();
+    let streamed = o.tensor_stats(m).unwrap();
+    let direct = o.archive().tensor_stats(m).unwrap();
+    assert_eq!(streamed.l2.to_bits(), direct.l2.to_bits());
+    let want = (256.0f64 * 128.0).sqrt() * 1e-3f32 as f64;
+    assert!((streamed.l2 - want).abs() < 1e-6 * want, "{}", streamed.l2);
+    assert_eq!(parse_count(MEMO_KEY, &opt), 1);
+}
+
+#[test]
+fn a_refused_optimizer_state_is_parsed_once_for_every_probe() {
+    let d = tempfile::tempdir().unwrap();
+    let ck = d.path().join("checkpoint-5");
+    std::fs::create_dir_all(&ck).unwrap();
+    let opt = ck.join("optimizer.pt");
+    // A torch zip whose state dict is not an optimizer's: refused after a full parse.
+    optim_writer::write_pkl_pt(&opt, b"\x80\x02}q\x00.");
+    let v = check_like(d.path());
+    check_like(d.path());
+    assert_eq!(parse_count(MEMO_KEY, &opt), 1);
+    let o2 = &v
+        .iter()
+        .find(|(p, _)| *p == "params_without_state")
+        .unwrap()
+        .1;
+    assert_eq!(o2.status, Status::Skip);
+    assert!(o2.message.contains("optimizer.pt"), "{o2:#?}");
+    // The refusal reads as it did the first time.
+    let e1 = OptimizerState::open(&opt).unwrap_err().to_string();
+    let e2 = OptimizerState::read(&opt).unwrap_err().to_string();
+    assert_eq!(e1, e2);
+}
