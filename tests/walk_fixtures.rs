@@ -108,3 +108,59 @@ fn bad_init_walk_measures_loss_against_ln_v_and_the_init_statistics() {
     );
     assert_eq!(res.conclusion.unwrap().id, "S5.1");
 }
+
+/// At every choice, take the option the run's own findings lead to (`Stop::run_leads_to`): the
+/// walk from the domain's symptom tree then ends at the bug's entry with no answer given by hand.
+#[test]
+fn walks_follow_the_runs_own_findings_to_the_bug() {
+    let field = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/field"));
+    let cat = Catalog::embedded().unwrap();
+    let compute = Compute::cpu();
+    for (tree, name, want) in [
+        ("rl", "cleanrl_ppo_lr_huge", "R7"),
+        ("rl", "cleanrl_ppo_adv_sign_flipped", "R1"),
+        ("rl", "sb3_ppo_lr_huge", "R7"),
+        ("rl", "sb3_ppo_reward_x1000", "R3"),
+        ("vision", "ultralytics_val_class_swapped", "V3"),
+        ("convergence", "timm_bn_eval_mode", "O5"),
+        ("convergence", "nanogpt_no_decay_split", "O6"),
+        ("llm", "seq2seq_t5_pad_in_labels", "O15"),
+        ("llm", "seq2seq_t5_labels_no_eos", "G1"),
+        ("llm", "trl_dpo_lr_100x", "L9"),
+        ("diffusion", "diffusers_ema_never_updated", "DF2"),
+        ("stability", "nanogpt_bad_init", "S1.1"),
+    ] {
+        let run = Run::discover(&field.join(name)).unwrap();
+        let facts = effective_facts(&run, &Facts::default());
+        let mut answers: HashMap<String, String> = HashMap::new();
+        let mut conclusion = None;
+        for _ in 0..8 {
+            let res = auto_walk(
+                &cat,
+                tree,
+                &Inputs {
+                    run: Some(&run),
+                    facts: &facts,
+                    compute: &compute,
+                    baseline: None,
+                    answers: &answers,
+                },
+            )
+            .unwrap();
+            match res.stopped {
+                None => {
+                    conclusion = res.conclusion;
+                    break;
+                }
+                Some(stop) => {
+                    let lead = stop
+                        .run_leads_to
+                        .unwrap_or_else(|| panic!("{name}: no lead at {}", stop.node));
+                    answers.insert(stop.node, lead.option);
+                }
+            }
+        }
+        let c = conclusion.unwrap_or_else(|| panic!("{name}: no conclusion"));
+        assert_eq!(c.id, want, "{name} in {tree}: {answers:?}");
+    }
+}

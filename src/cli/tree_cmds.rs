@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::catalog_cmds::{emit, emit_json};
 use super::run_cmds::{compute, open_run, parse_facts};
-use super::style::{wrap, Style};
+use super::style::{escape_controls as esc, wrap, Style};
 use super::{ExitCode, UsageError};
 use crate::catalog::Catalog;
 use crate::triage::check::effective_facts;
@@ -132,13 +132,14 @@ pub fn walk(
             let m = if p.measured.is_empty() {
                 String::new()
             } else {
-                format!("{} — ", p.measured)
+                // What a probe measured quotes the run's files: escaped for the terminal.
+                format!("{} — ", esc(&p.measured))
             };
             s.push_str(&wrap(
                 &format!(
                     "→ {} {}",
                     st.bold(&p.answer),
-                    st.dim(&format!("({m}{})", p.source.label()))
+                    st.dim(&format!("({m}{})", esc(&p.source.label())))
                 ),
                 st.width,
                 "    ",
@@ -163,7 +164,7 @@ pub fn walk(
             if let Some(inc) = &c.inconclusive {
                 s.push_str(&format!("{}\n", st.cyan("Missing")));
                 for m in &inc.missing {
-                    s.push_str(&wrap(&format!("• {m}"), st.width, "    "));
+                    s.push_str(&wrap(&format!("• {}", esc(m)), st.width, "    "));
                 }
             }
             if !c.fix.is_empty() {
@@ -185,6 +186,21 @@ pub fn walk(
                 stop.question
             ));
             s.push_str(&format!("  needs {}\n", stop.needs));
+            if let Some(lead) = &stop.run_leads_to {
+                s.push_str(&wrap(
+                    &format!(
+                        "the run's own findings lead to: {} — {}",
+                        st.bold(&lead.option),
+                        esc(&lead.because.join(", "))
+                    ),
+                    st.width,
+                    "  ",
+                ));
+                s.push_str(&format!(
+                    "  walk there: --answer {}={:?}\n",
+                    stop.node, lead.option
+                ));
+            }
             if !stop.options.is_empty() {
                 s.push_str(&format!(
                     "  answer with --answer {}=<{}>\n",

@@ -27,6 +27,104 @@ pub struct Stop {
     /// e.g. `fact phase`, `a choice`, `a run to measure`.
     pub needs: String,
     pub options: Vec<String>,
+    /// At a choice, with a run: the option whose subtree holds the entries the run's own
+    /// findings name (fail first, then warn), with those entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_leads_to: Option<Lead>,
+}
+
+/// Where the run's own findings lead at a choice node.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Lead {
+    pub option: String,
+    /// `ID status (probe)` of the findings below that option.
+    pub because: Vec<String>,
+}
+
+/// The option of choice node `n` whose subtree (in tree `tree`) reaches the most entries the
+/// run's findings fail, then warn; `None` when no option reaches one.
+pub fn run_lead(tree: &crate::catalog::TreeDef, n: &NodeDef, findings: &[Finding]) -> Option<Lead> {
+    let by_id: HashMap<&str, &NodeDef> = tree.nodes.iter().map(|x| (x.id.as_str(), x)).collect();
+    // Entries below `start`, each with its distance (nodes from `start`), breadth first.
+    let below = |start: &str| {
+        let mut seen: std::collections::HashSet<&str> = Default::default();
+        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
+        let mut entries: Vec<(&str, usize)> = Vec::new();
+        while let Some((id, d)) = queue.pop_front() {
+            if !seen.insert(id) || seen.len() > 10_000 {
+                continue;
+            }
+            if let Some(node) = by_id.get(id) {
+                if let Some(e) = node.entry.as_deref() {
+                    entries.push((e, d));
+                }
+                queue.extend(node.targets().into_iter().map(|t| (t, d + 1)));
+            }
+        }
+        entries
+    };
+    // The option that reaches the run's first-ranked finding (root causes come first), then the
+    // most failing entries, the nearest fail, the most warned ones, the nearest: an option that
+    // asks the run's failing question first beats one that reaches it further down.
+    type Key = (
+        std::cmp::Reverse<usize>,
+        usize,
+        std::cmp::Reverse<usize>,
+        usize,
+        std::cmp::Reverse<usize>,
+    );
+    let mut best: Option<(Key, Lead)> = None;
+    for o in &n.options {
+        let entries = below(&o.next);
+        let dist = |id: &str| entries.iter().find(|(e, _)| *e == id).map(|(_, d)| *d);
+        // Findings come root causes first: the rank of the first one below this option.
+        let hits: Vec<(&Finding, usize)> = findings
+            .iter()
+            .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+            .filter_map(|f| dist(&f.id).map(|d| (f, d)))
+            .collect();
+        let rank = findings
+            .iter()
+            .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+            .position(|f| dist(&f.id).is_some())
+            .unwrap_or(usize::MAX);
+        if hits.is_empty() {
+            continue;
+        }
+        let fails = hits
+            .iter()
+            .filter(|(f, _)| f.status == Status::Fail)
+            .count();
+        let nearest = |fail: bool| {
+            hits.iter()
+                .filter(|(f, _)| !fail || f.status == Status::Fail)
+                .map(|(_, d)| *d)
+                .min()
+                .unwrap_or(usize::MAX)
+        };
+        let key = (
+            std::cmp::Reverse(rank),
+            fails,
+            std::cmp::Reverse(nearest(true)),
+            hits.len() - fails,
+            std::cmp::Reverse(nearest(false)),
+        );
+        if best.as_ref().is_none_or(|(k, _)| key > *k) {
+            let mut because: Vec<String> = hits
+                .iter()
+                .map(|(f, _)| format!("{} {} ({})", f.id, f.status.as_str(), f.probe))
+                .collect();
+            because.dedup();
+            best = Some((
+                key,
+                Lead {
+                    option: o.label.clone(),
+                    because,
+                },
+            ));
+        }
+    }
+    best.map(|(_, l)| l)
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -235,6 +333,7 @@ fn auto_walk_on(
             question: q.clone(),
             needs,
             options: opts.clone(),
+            run_leads_to: None,
         };
         let Some((label, measured, source)) = cli_answer(cat, &n, inp, cache) else {
             let needs = match n.kind {
@@ -242,7 +341,15 @@ fn auto_walk_on(
                 NodeKind::Fact => format!("fact {}", n.fact.clone().unwrap_or_default()),
                 _ => "a choice".to_string(),
             };
-            return Ok(result(&w, None, Some(stop(needs))));
+            let mut st = stop(needs);
+            if n.kind == NodeKind::Choice {
+                if let Some(run) = inp.run {
+                    let report =
+                        super::check::check(cat, run, inp.facts, inp.compute, inp.baseline);
+                    st.run_leads_to = run_lead(&w.tree, &n, &report.findings);
+                }
+            }
+            return Ok(result(&w, None, Some(st)));
         };
         match w.answer(cat, &label, &measured, source.clone()) {
             Ok(()) => {}
