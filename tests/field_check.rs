@@ -190,3 +190,23 @@ fn an_all_masked_run_leads_with_the_masking_not_its_consequences() {
         }
     }
 }
+
+#[test]
+fn a_too_high_lr_is_never_told_to_go_higher() {
+    // HF Trainer at lr 0.3 with AdamW: the loss parks near 3.8; the advice names the run's LR
+    // as too high instead of "try a larger one (O7)".
+    let cat = Catalog::embedded().unwrap();
+    let run = Run::discover(&corpus().join("hf_lr_100x")).unwrap();
+    let r = check(&cat, &run, &Facts::default(), &Compute::cpu(), None);
+    let s41 = r
+        .findings
+        .iter()
+        .find(|f| f.id == "S4.1" && f.status == Status::Warn)
+        .expect("S4.1 warns");
+    assert!(
+        s41.message.contains("too high, not too low") && s41.message.contains("lr 0.3"),
+        "{}",
+        s41.message
+    );
+    assert!(!s41.message.contains("try a larger one"), "{}", s41.message);
+}

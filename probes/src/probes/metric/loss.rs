@@ -144,7 +144,42 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
         )
         .measured(measured)];
     } else if long_enough && rel_drop < min_drop {
-        (Status::Warn, "slow", format!("only {:.1}% lower over the whole run: barely learning — check the actual LR (O23) and try a larger one (O7)", 100.0 * rel_drop))
+        // Barely learning after the loss first rose above where it started: the LR is too high
+        // (the run overshot and parked), and a larger one is the wrong advice.
+        let first = s
+            .points
+            .iter()
+            .find(|p| p.value.is_finite())
+            .map(|p| p.value);
+        let head = &s.points[..(s.points.len() / 5).max(1)];
+        let early_peak = head
+            .iter()
+            .map(|p| p.value)
+            .filter(|v| v.is_finite())
+            .fold(f64::NEG_INFINITY, f64::max);
+        let overshot = first.is_some_and(|f| early_peak > 1.2 * f && early_peak - f > 0.1);
+        // An Adam-family optimizer at lr ≥ 1e-2 is far above any usual recipe (1e-5…1e-3):
+        // a loss parked there is an LR too high, whatever the curve's shape.
+        let adam_lr = ctx
+            .facts
+            .f64("lr_max")
+            .filter(|lr| *lr >= 1e-2)
+            .filter(|_| {
+                crate::probes::checkpoint::optimizer_state::newest_optimizer(ctx.run, "S4.1")
+                    .is_ok_and(|(o, _)| o.groups.iter().any(|g| g.betas.is_some()))
+            });
+        if let Some(lr) = adam_lr {
+            (Status::Warn, "slow", format!("only {:.1}% lower over the whole run with an Adam-family optimizer at lr {}: far above the usual 1e-5…1e-3 — the LR is too high, not too low; the loss parks where the updates overshoot (check the update ratio, O22)", 100.0 * rel_drop, fmt(lr)))
+        } else if overshot {
+            let lr = ctx
+                .facts
+                .f64("lr_max")
+                .map(|lr| format!(" (lr_max {} here)", fmt(lr)))
+                .unwrap_or_default();
+            (Status::Warn, "slow", format!("only {:.1}% lower over the whole run, after the loss first rose to {} from {}: the LR is too high, not too low — lower it{lr} or lengthen the warmup", 100.0 * rel_drop, fmt(early_peak), fmt(first.unwrap_or(0.0))))
+        } else {
+            (Status::Warn, "slow", format!("only {:.1}% lower over the whole run: barely learning — check the actual LR (O23) and try a larger one (O7)", 100.0 * rel_drop))
+        }
     } else {
         (Status::Pass, "pass", "the loss falls steadily".to_string())
     };
