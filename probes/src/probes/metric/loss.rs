@@ -359,10 +359,20 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
             "no eval point overlaps the training loss",
         )];
     };
+    // An early gap counts only when it never closes: a gap that closes later (the final val
+    // loss at or below the training loss) was the start of the run, not overfitting — saying
+    // "gap 15 at step 50" next to a final gap of −0.1 would contradict itself.
     let early_overfit = gaps
         .iter()
-        .find(|g| runs_away(g.1, g.3) && g.0 as f64 <= by_step)
-        .copied();
+        .enumerate()
+        .find(|(i, g)| {
+            runs_away(g.1, g.3)
+                && g.0 as f64 <= by_step
+                && gaps
+                    .get(i + 1..)
+                    .is_some_and(|rest| rest.iter().all(|x| x.1 > 0.0))
+        })
+        .map(|(_, g)| *g);
     let (st, out, msg) = if runs_away(gap, t) || early_overfit.is_some() {
         (Status::Fail, "overfit", format!("validation loss runs away from training loss{}: raise weight_decay (try 0.2), reduce capacity, or add data", early_overfit.map(|g| format!(" (gap {} already at step {})", fmt(g.1), g.0)).unwrap_or_default()))
     } else if gap < -leak && -gap / t.abs().max(1e-12) > leak_rel {

@@ -456,3 +456,26 @@ fn an_undivided_accumulation_shows_as_a_clip_active_on_every_step() {
     );
     assert_eq!(v.status, Status::Skip, "{v:?}");
 }
+
+#[test]
+fn an_early_val_gap_that_closes_is_not_overfitting() {
+    use crate::probes::metric::loss::val_gap;
+    let tp = thresholds("val_gap");
+    let train: Vec<(u64, f64)> = (1..=300)
+        .map(|t| (t, 2.0 + 6.0 * (-(t as f64) / 60.0).exp()))
+        .collect();
+    // A first evaluation of a still-untrained model far above the training loss, then the gap
+    // closes: the final val loss sits at the training loss.
+    let closes = run_with(&[
+        ("loss", train.clone()),
+        ("eval_loss", vec![(50, 20.0), (150, 2.6), (300, 2.0)]),
+    ]);
+    let v = ask(val_gap, &closes, &[], tp.clone());
+    assert_ne!(v.outcome, "overfit", "{v:?}");
+    // The same early gap that never closes is overfitting.
+    let stays = run_with(&[
+        ("loss", train),
+        ("eval_loss", vec![(50, 20.0), (150, 9.0), (300, 9.5)]),
+    ]);
+    assert_eq!(ask(val_gap, &stays, &[], tp).outcome, "overfit");
+}
