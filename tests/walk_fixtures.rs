@@ -164,3 +164,29 @@ fn walks_follow_the_runs_own_findings_to_the_bug() {
         assert_eq!(c.id, want, "{name} in {tree}: {answers:?}");
     }
 }
+
+/// A walk that passes every check but one that warned (a warn walks on) concludes at the
+/// warning's entry, not at the tree's generic "no configuration problem found" end.
+#[test]
+fn a_walk_past_a_warning_concludes_at_it() {
+    let field = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/field"));
+    let cat = Catalog::embedded().unwrap();
+    let run = Run::discover(&field.join("hf_lr_100x")).unwrap();
+    let facts = effective_facts(&run, &Facts::default());
+    let no_answers = HashMap::new();
+    let res = auto_walk(
+        &cat,
+        "stability",
+        &Inputs {
+            run: Some(&run),
+            facts: &facts,
+            compute: &Compute::cpu(),
+            baseline: None,
+            answers: &no_answers,
+        },
+    )
+    .unwrap();
+    let c = res.conclusion.expect("a conclusion");
+    assert_eq!(c.id, "S4.1", "{c:?}");
+    assert!(c.note.unwrap_or_default().contains("warned"));
+}

@@ -66,6 +66,11 @@ pub struct Step {
     pub entry: Option<String>,
 }
 
+/// Marks a step answered from a warning that walked on (a warn never takes a fail branch).
+pub const WALKED_ON: &str = "walked on";
+/// The note of a tree's end where every configuration check passed.
+const ALL_PASSED: &str = "no configuration problem found";
+
 /// The answer proposed for the current node, waiting for the user's confirmation (TUI).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
@@ -490,7 +495,33 @@ impl Walk {
         if n.kind != NodeKind::Leaf {
             return None;
         }
-        let e = n.entry.as_deref().and_then(|id| cat.entry(id));
+        let mut e = n.entry.as_deref().and_then(|id| cat.entry(id));
+        // A walk that reached "no configuration problem found" past a node whose probe warned
+        // (a warn walks on, never down a fail branch) concludes at that warning's entry: the
+        // run's own evidence, not a generic end, is the lead.
+        let mut warned_note = None;
+        if n.note.as_deref().is_some_and(|t| t.contains(ALL_PASSED)) {
+            if let Some(st) = self.path.iter().find(|s| s.measured.contains(WALKED_ON)) {
+                if let Some(we) = st.entry.as_deref().and_then(|id| cat.entry(id)) {
+                    e = Some(we);
+                    warned_note = Some(format!(
+                        "every check of the walk passed except one that warned — {}: {}",
+                        st.question, st.measured
+                    ));
+                }
+            }
+        }
+        if let Some(note) = warned_note {
+            return Some(Conclusion {
+                id: e.map(|e| e.id.clone()).unwrap_or_default(),
+                title: e.map(|e| e.title.clone()).unwrap_or_default(),
+                fix: e.map(|e| e.fix.clone()).unwrap_or_default(),
+                note: Some(note),
+                knobs: e.map(|e| e.knobs.clone()).unwrap_or_default(),
+                node: n.id.clone(),
+                inconclusive: None,
+            });
+        }
         if let Some(inc) = inconclusive(&self.path) {
             return Some(Conclusion {
                 id: String::new(),

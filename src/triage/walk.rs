@@ -176,7 +176,11 @@ pub fn numeric_answer(fs: &[Finding], n: &NodeDef, probe: &str) -> (String, Stri
                 format!("{} (expected {})", f.measured, f.expected)
             };
             if f.status == Status::Warn && !is_warn_label(&label) {
-                text.push_str(&format!(" — warning ({}), walked on", f.outcome));
+                text.push_str(&format!(
+                    " — warning ({}), {}",
+                    f.outcome,
+                    crate::trees::WALKED_ON
+                ));
             }
             (label, text)
         }
