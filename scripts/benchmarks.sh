@@ -38,7 +38,7 @@ UI=$("$EX/bench_ui")
 
 say "search quality (labelled and real-phrasing sets)"
 SQ=$(cargo test --release --test search_quality -- --nocapture --test-threads 1 2>/dev/null \
-  | grep -E "labelled queries:|real phrasings:|even half|odd half" | sed -E 's/^test [a-z_]+ \.\.\. //')
+  | grep -E "labelled queries:|real phrasings:|even half|odd half|held-out set" | sed -E 's/^test [a-z_]+ \.\.\. //')
 
 say "tensor statistics vs cat"
 CKPT="$DIR/bf16_${GIB}g.safetensors"

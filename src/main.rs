@@ -1,6 +1,7 @@
 //! Thin entry point: parse, run, and map errors to `mltriage: message` with exit code 2.
 
 use clap::Parser;
+use mltriage_probes::error::escape_controls;
 
 fn main() {
     let cli = match mltriage::cli::Cli::try_parse() {
@@ -19,9 +20,10 @@ fn main() {
     match mltriage::cli::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            // One line: the first error in the chain carries the file and what is wrong.
+            // One line: the first error in the chain carries the file and what is wrong. A
+            // path or argument in it is echoed with its control characters escaped.
             let msg = e.to_string().replace('\n', " ");
-            eprintln!("mltriage: {msg}");
+            eprintln!("mltriage: {}", escape_controls(&msg));
             std::process::exit(2);
         }
     }

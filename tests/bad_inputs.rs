@@ -1771,3 +1771,568 @@ fn issue29_scans_are_linear_and_threads_are_bounded() {
     let d = tempfile::tempdir().unwrap();
     assert_none(run_cases(scan_cases(d.path())));
 }
+
+/// Issue 29 cause 8: the YAML budget's old lexer took a `'` after `, ` inside a plain scalar
+/// for a quote and skipped the rest of the file, so an alias bomb behind it aborted at 8 GB
+/// (the untagged `thresholds` value buffers the expansion; a 400k-event padding raises
+/// serde_yaml_ng's own repetition limit) and 200k-deep flow nesting hung in the scanner.
+fn yaml_bypass_cases(d: &Path) -> Vec<Case> {
+    let bypass = "probes:\n  - id: p1\n    question: a, 'b\n    entries: [O1]\n    thresholds:\n";
+    let mut bomb = format!(
+        "{bypass}      a: [\n       [{}],\n       &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol],\n",
+        vec!["0"; 400_000].join(",")
+    );
+    for i in 1..12 {
+        let a = format!("*a{}", i - 1);
+        bomb.push_str(&format!("       &a{i} [{}],\n", [a.as_str(); 9].join(", ")));
+    }
+    bomb.push_str("      ]\n");
+    let deep = format!(
+        "{bypass}      a: {}{}\n",
+        "[".repeat(200_000),
+        "]".repeat(200_000)
+    );
+    // The same bomb behind a block scalar and a multi-line plain scalar that open with `'`.
+    let block = bomb.replace("question: a, 'b\n", "question: |\n      'b\n");
+    let multi = bomb.replace("question: a, 'b\n", "question: a\n      'b\n");
+    let mut v = Vec::new();
+    for (name, text, needle) in [
+        // 9th alias: line 9 (x1 on line 8 holds aliases 1–9's first 9; the 9th is on it).
+        (
+            "quote_bypass_alias_bomb",
+            bomb,
+            ".yaml:9: more than 8 YAML aliases",
+        ),
+        (
+            "quote_bypass_deep_flow",
+            deep,
+            ".yaml:6: flow collections nested deeper",
+        ),
+        ("block_scalar_alias_bomb", block, ".yaml:10: more than 8"),
+        (
+            "plain_continuation_alias_bomb",
+            multi,
+            ".yaml:10: more than 8",
+        ),
+    ] {
+        let dir = d.join("pb29").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        write(&dir.join("p.yaml"), text);
+        for cmd in [
+            vec![os("--playbook"), dir.as_os_str(), os("search"), os("loss")],
+            vec![os("lint"), dir.as_os_str()],
+            vec![os("--playbook"), dir.as_os_str(), os("doctor")],
+        ] {
+            v.push(case(
+                &format!("yaml29/{name}/{}", cmd[cmd.len() - 2].to_string_lossy()),
+                &cmd,
+                &[2],
+                Some(needle),
+                d,
+            ));
+        }
+    }
+    v
+}
+
+#[test]
+fn issue29_yaml_budget_counts_what_the_parser_sees() {
+    let d = tempfile::tempdir().unwrap();
+    assert_none(run_cases(yaml_bypass_cases(d.path())));
+}
+
+/// Issue 29 cause 9: file names, series tags and arguments with terminal escapes (OSC title,
+/// CSI clear screen, BEL) were printed raw by `check`, `inspect DIR`, `walk` and on stderr.
+/// Every text command that takes a run, and every echoed path, must print them escaped.
+#[test]
+fn issue29_terminal_escapes_in_names_are_escaped_in_text_output() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run\x1b]0;RUN\x07");
+    let ckpt = run.join("checkpoint-1\x1b[2J");
+    std::fs::create_dir_all(&ckpt).unwrap();
+    write(
+        &run.join("train\x1b]0;TITLE\x07.log"),
+        "step 1 loss 2.0\nstep 2 loss 1.9\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    );
+    write(
+        &run.join("metrics\x1b[31m.csv"),
+        "step,lo\x1b[2Jss\x07x,acc\x1b]0;T\x07\n1,2.0,0.1\n2,1.0,0.2\n3,0.5,0.3\n",
+    );
+    write(&run.join("notes\x1b]0;X\x07.bin"), "junk");
+    write(
+        &ckpt.join("config.json"),
+        "{\"hidden_size\": 12, \"model_type\": \"x\\u001b[2Jy\"}",
+    );
+    let missing = d.path().join("nope\x1b]0;T\x07");
+    let log = run.join("train\x1b]0;TITLE\x07.log");
+    let commands: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec![os("check"), run.as_os_str()],
+        vec![os("check"), os("--all"), run.as_os_str()],
+        vec![os("inspect"), run.as_os_str()],
+        vec![os("inspect"), log.as_os_str()],
+        vec![os("walk"), os("--from"), os("M1"), run.as_os_str()],
+        vec![os("walk"), os("convergence"), run.as_os_str()],
+        vec![os("probe"), os("log_errors"), run.as_os_str()],
+        vec![os("check"), missing.as_os_str()],
+        vec![os("inspect"), missing.as_os_str()],
+        vec![os("search"), os("--limit"), os("x\x1b[2J")],
+        vec![os("show"), os("X\x1b]0;T\x07")],
+    ];
+    let mut bad = Vec::new();
+    for args in commands {
+        let mut cmd = bounded::mlt();
+        cmd.args(&args).env("NO_COLOR", "1");
+        let o = bounded::run(&mut cmd, Duration::from_secs(30));
+        let shown = format!("{:?}", args);
+        if o.timed_out || o.signal.is_some() || o.stderr.contains("panicked") {
+            bad.push(format!("{shown}: did not end cleanly: {:?}", o.stderr));
+        }
+        for (stream, bytes) in [
+            ("stdout", o.stdout.as_slice()),
+            ("stderr", o.stderr.as_bytes()),
+        ] {
+            if bytes.iter().any(|b| *b == 0x1b || *b == 0x07) {
+                bad.push(format!(
+                    "{shown}: raw ESC/BEL on {stream}: {:?}",
+                    String::from_utf8_lossy(bytes)
+                ));
+            }
+        }
+        if o.code == Some(2) && o.stderr.trim_end().lines().count() != 1 {
+            bad.push(format!("{shown}: error is not one line: {:?}", o.stderr));
+        }
+    }
+    // They are shown escaped, as JSON writes them.
+    let mut cmd = bounded::mlt();
+    cmd.arg("inspect").arg(&run).env("NO_COLOR", "1");
+    let out = String::from_utf8_lossy(&bounded::run(&mut cmd, Duration::from_secs(30)).stdout)
+        .into_owned();
+    for want in [
+        "train\\u001b]0;TITLE\\u0007.log",
+        "checkpoint-1\\u001b[2J",
+        "lo\\u001b[2Jss\\u0007x",
+    ] {
+        if !out.contains(want) {
+            bad.push(format!("inspect DIR lacks {want:?}: {out}"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 29, causes 7 and 10: DCP tensors stream (never assembled for their statistics or
+// comparisons) and a chunk referenced over and over is refused; every file `check` reads more
+// than once is parsed once. The checkpoints are written here (a `.metadata` pickle of the
+// classes torch.distributed.checkpoint writes, `.distcp` shards of stored torch zips).
+
+/// Pickle: a BININT.
+fn p_int(o: &mut Vec<u8>, v: usize) {
+    o.push(b'J');
+    o.extend_from_slice(&(v as i32).to_le_bytes());
+}
+
+/// Pickle: a tuple of ints.
+fn p_ints(o: &mut Vec<u8>, v: &[usize]) {
+    o.push(b'(');
+    for &x in v {
+        p_int(o, x);
+    }
+    o.push(b't');
+}
+
+/// Pickle: `module.cls` made with NEWOBJ, its state dict opened (close with `p_end_obj`).
+fn p_obj(o: &mut Vec<u8>, cls: &str) {
+    o.extend_from_slice(b"ctorch.distributed.checkpoint.metadata\n");
+    o.extend_from_slice(cls.as_bytes());
+    o.extend_from_slice(b"\n)\x81}(");
+}
+
+fn p_end_obj(o: &mut Vec<u8>) {
+    o.extend_from_slice(b"ub");
+}
+
+/// Pickle: a float32 tensor over storage "0" (`_rebuild_tensor_v2`).
+fn p_tensor(o: &mut Vec<u8>, shape: &[usize]) {
+    let mut stride = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        stride[d] = stride[d + 1] * shape[d + 1];
+    }
+    o.extend_from_slice(b"ctorch._utils\n_rebuild_tensor_v2\n((");
+    o.extend_from_slice(&uni(b"storage"));
+    o.extend_from_slice(b"ctorch\nFloatStorage\n");
+    o.extend_from_slice(&uni(b"0"));
+    o.extend_from_slice(&uni(b"cpu"));
+    p_int(o, shape.iter().product());
+    o.extend_from_slice(b"tQ");
+    p_int(o, 0);
+    p_ints(o, shape);
+    p_ints(o, &stride);
+    o.extend_from_slice(b"\x89ccollections\nOrderedDict\n)RtR");
+}
+
+/// A `torch.save(tensor)` archive of a float32 tensor of `shape` (one chunk of a shard).
+fn dcp_chunk(shape: &[usize], value: impl Fn(usize) -> f32) -> Vec<u8> {
+    let mut pkl = b"\x80\x02".to_vec();
+    p_tensor(&mut pkl, shape);
+    pkl.push(b'.');
+    let n: usize = shape.iter().product();
+    // A repeating pattern of 997 values, copied (fast in a debug build too).
+    let pat: Vec<u8> = (0..997.min(n))
+        .flat_map(|i| value(i).to_le_bytes())
+        .collect();
+    let mut data = Vec::with_capacity(n * 4);
+    while data.len() < n * 4 {
+        let k = (n * 4 - data.len()).min(pat.len());
+        data.extend_from_slice(&pat[..k]);
+    }
+    dcp_zip(&[
+        ("archive/data.pkl", &pkl),
+        ("archive/version", b"3\n"),
+        ("archive/data/0", &data),
+    ])
+}
+
+/// A stored zip as `bounded::zip_stored` writes it, with CRCs left 0 (the readers never
+/// inflate or check them; computing them byte by byte is slow in a debug build).
+fn dcp_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let size: usize = entries.iter().map(|(n, d)| 30 + n.len() + d.len()).sum();
+    let mut out = Vec::with_capacity(size + 1024);
+    let mut central = Vec::new();
+    for (name, data) in entries {
+        let off = out.len() as u32;
+        let (n, len) = (name.len() as u16, data.len() as u32);
+        out.extend_from_slice(b"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00\0\0\0\0");
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(data);
+        central.extend_from_slice(
+            b"PK\x01\x02\x14\x00\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00\0\0\0\0",
+        );
+        central.extend_from_slice(&len.to_le_bytes());
+        central.extend_from_slice(&len.to_le_bytes());
+        central.extend_from_slice(&n.to_le_bytes());
+        central.extend_from_slice(&[0u8; 12]);
+        central.extend_from_slice(&off.to_le_bytes());
+        central.extend_from_slice(name.as_bytes());
+    }
+    let (cd_off, cd_len) = (out.len() as u32, central.len() as u32);
+    out.extend_from_slice(&central);
+    let k = entries.len() as u16;
+    out.extend_from_slice(b"PK\x05\x06\x00\x00\x00\x00");
+    out.extend_from_slice(&k.to_le_bytes());
+    out.extend_from_slice(&k.to_le_bytes());
+    out.extend_from_slice(&cd_len.to_le_bytes());
+    out.extend_from_slice(&cd_off.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+/// One chunk in the metadata: its offsets and sizes in the tensor, and where its archive lies.
+struct DcpRef {
+    offsets: Vec<usize>,
+    sizes: Vec<usize>,
+    file: &'static str,
+    at: usize,
+    len: usize,
+}
+
+/// A `.metadata` of float32 tensors `(fqn, shape, chunks)`.
+fn dcp_metadata(tensors: &[(&str, Vec<usize>, Vec<DcpRef>)]) -> Vec<u8> {
+    let mut o = b"\x80\x02".to_vec();
+    p_obj(&mut o, "Metadata");
+    o.extend_from_slice(&uni(b"state_dict_metadata"));
+    o.extend_from_slice(b"}(");
+    for (name, shape, chunks) in tensors {
+        o.extend_from_slice(&uni(name.as_bytes()));
+        p_obj(&mut o, "TensorStorageMetadata");
+        o.extend_from_slice(&uni(b"properties"));
+        p_obj(&mut o, "TensorProperties");
+        o.extend_from_slice(&uni(b"dtype"));
+        o.extend_from_slice(b"ctorch\nfloat32\n");
+        p_end_obj(&mut o);
+        o.extend_from_slice(&uni(b"size"));
+        p_ints(&mut o, shape);
+        o.extend_from_slice(&uni(b"chunks"));
+        o.extend_from_slice(b"](");
+        for c in chunks {
+            p_obj(&mut o, "ChunkStorageMetadata");
+            o.extend_from_slice(&uni(b"offsets"));
+            p_ints(&mut o, &c.offsets);
+            o.extend_from_slice(&uni(b"sizes"));
+            p_ints(&mut o, &c.sizes);
+            p_end_obj(&mut o);
+        }
+        o.extend_from_slice(b"e");
+        p_end_obj(&mut o);
+    }
+    o.push(b'u');
+    o.extend_from_slice(&uni(b"storage_data"));
+    o.extend_from_slice(b"}(");
+    for (name, _, chunks) in tensors {
+        for c in chunks {
+            p_obj(&mut o, "MetadataIndex");
+            o.extend_from_slice(&uni(b"fqn"));
+            o.extend_from_slice(&uni(name.as_bytes()));
+            o.extend_from_slice(&uni(b"offset"));
+            p_ints(&mut o, &c.offsets);
+            p_end_obj(&mut o);
+            p_obj(&mut o, "_StorageInfo");
+            o.extend_from_slice(&uni(b"relative_path"));
+            o.extend_from_slice(&uni(c.file.as_bytes()));
+            o.extend_from_slice(&uni(b"offset"));
+            p_int(&mut o, c.at);
+            o.extend_from_slice(&uni(b"length"));
+            p_int(&mut o, c.len);
+            p_end_obj(&mut o);
+        }
+    }
+    o.push(b'u');
+    p_end_obj(&mut o);
+    o.push(b'.');
+    o
+}
+
+/// Appends `bytes` to the shard at `p`; returns where they start.
+fn append(p: &Path, bytes: &[u8]) -> usize {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+        .unwrap();
+    let at = f.metadata().unwrap().len() as usize;
+    f.write_all(bytes).unwrap();
+    at
+}
+
+#[test]
+fn item29_dcp_tensors_stream_and_a_chunk_referenced_1200_times_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("home");
+    let mut bad = Vec::new();
+    // A legitimate 384 MiB tensor in 4 chunks over 2 ranks' shards, in two checkpoints (the
+    // second's shards hard links of the first's): `check` reads both and compares them.
+    let run = d.path().join("run");
+    let (rows, cols, parts) = (24576usize, 4096usize, 4usize);
+    let per = rows / parts;
+    let ck = run.join("step_100");
+    std::fs::create_dir_all(&ck).unwrap();
+    let mut refs = Vec::new();
+    for p in 0..parts {
+        let file = ["__0_0.distcp", "__1_0.distcp"][p / 2];
+        let chunk = dcp_chunk(&[per, cols], |i| ((i + p) % 997) as f32 * 1e-3 - 0.5);
+        let at = append(&ck.join(file), &chunk);
+        refs.push(DcpRef {
+            offsets: vec![p * per, 0],
+            sizes: vec![per, cols],
+            file,
+            at,
+            len: chunk.len(),
+        });
+    }
+    write(
+        &ck.join(".metadata"),
+        dcp_metadata(&[("model.w", vec![rows, cols], refs)]),
+    );
+    let ck2 = run.join("step_200");
+    std::fs::create_dir_all(&ck2).unwrap();
+    for f in ["__0_0.distcp", "__1_0.distcp"] {
+        std::fs::hard_link(ck.join(f), ck2.join(f)).unwrap();
+    }
+    std::fs::copy(ck.join(".metadata"), ck2.join(".metadata")).unwrap();
+    let size = (rows * cols * 4) as i64;
+    let meta = ck.join(".metadata");
+    for (name, args) in [
+        ("inspect .metadata", vec![os("inspect"), meta.as_os_str()]),
+        (
+            "check run",
+            vec![os("check"), run.as_os_str(), os("--device"), os("cpu")],
+        ),
+    ] {
+        // (`check` may fail a probe: the two checkpoints hold the same weights.)
+        let mut c = case(name, &args, &[0, 1], None, &home);
+        // A window per reading thread: 4 threads, so the bound holds on any machine.
+        c.cmd.env("RAYON_NUM_THREADS", "4");
+        let (code, hwm_kb, stderr) = run_polling_hwm(&mut c.cmd);
+        if !matches!(code, Some(0 | 1)) || hwm_kb * 1024 > size / 4 {
+            bad.push(format!(
+                "{name}: exit {code:?}, peak RSS {} MB for a {} MB DCP tensor; {}",
+                hwm_kb / 1024,
+                size >> 20,
+                stderr.chars().take(300).collect::<String>()
+            ));
+        }
+    }
+    // One 1 MiB chunk referenced 1,200 times: a 1.2 GB tensor made of one small file.
+    let ck = d.path().join("refs/step_100");
+    std::fs::create_dir_all(&ck).unwrap();
+    let chunk = dcp_chunk(&[256, 1024], |i| i as f32);
+    append(&ck.join("__0_0.distcp"), &chunk);
+    let refs = (0..1200)
+        .map(|i| DcpRef {
+            offsets: vec![256 * i, 0],
+            sizes: vec![256, 1024],
+            file: "__0_0.distcp",
+            at: 0,
+            len: chunk.len(),
+        })
+        .collect();
+    write(
+        &ck.join(".metadata"),
+        dcp_metadata(&[("model.w", vec![256 * 1200, 1024], refs)]),
+    );
+    let meta = ck.join(".metadata");
+    let (code, hwm_kb, stderr) = run_polling_hwm(
+        &mut case(
+            "refs",
+            &[os("inspect"), meta.as_os_str()],
+            &[2],
+            None,
+            &home,
+        )
+        .cmd,
+    );
+    if code != Some(2)
+        || stderr.trim_end().lines().count() != 1
+        || !stderr.contains(".metadata")
+        || !stderr.contains("reference budget")
+        || hwm_kb > bounded::MAX_RSS_KB
+    {
+        bad.push(format!(
+            "inspect of 1,200 references: exit {code:?}, peak RSS {} MB; {stderr:?}",
+            hwm_kb / 1024
+        ));
+    }
+    let refs_run = d.path().join("refs");
+    bad.extend(run_cases(vec![case(
+        "check of 1,200 references",
+        &[os("check"), refs_run.as_os_str(), os("--device"), os("cpu")],
+        &[0, 1],
+        Some("reference budget"),
+        &home,
+    )]));
+    assert_none(bad);
+}
+
+/// A torch zip whose `data.pkl` is `pkl`, with one float32 storage "0" of `floats` values.
+fn pt_with_storage(p: &Path, pkl: &[u8], floats: usize) {
+    let data = vec![0x3c; floats * 4];
+    write(
+        p,
+        dcp_zip(&[
+            ("archive/data.pkl", pkl),
+            ("archive/version", b"3\n"),
+            ("archive/data/0", &data),
+        ]),
+    );
+}
+
+/// Pickle: a dict of `n` keys `{prefix}{i}` → i (closes it).
+fn p_big_dict(o: &mut Vec<u8>, prefix: &str, n: usize) {
+    o.extend_from_slice(b"}(");
+    for i in 0..n {
+        o.extend_from_slice(&uni(format!("{prefix}{i}").as_bytes()));
+        p_int(o, i);
+    }
+    o.push(b'u');
+}
+
+#[test]
+fn item29_check_parses_each_file_once_nanogpt_config_deepspeed_names_dcp_chunks() {
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("home");
+    // nanoGPT's ckpt.pt whose `config` has 1M keys (read by the facts and every weight probe).
+    let nano = d.path().join("nano");
+    let mut o = b"\x80\x02}(".to_vec();
+    o.extend_from_slice(&uni(b"model"));
+    o.extend_from_slice(b"}(");
+    o.extend_from_slice(&uni(b"w"));
+    p_tensor(&mut o, &[64, 64]);
+    o.push(b'u');
+    o.extend_from_slice(&uni(b"config"));
+    p_big_dict(&mut o, "k", 1_000_000);
+    o.extend_from_slice(&uni(b"iter_num"));
+    p_int(&mut o, 100);
+    o.extend_from_slice(b"u.");
+    pt_with_storage(&nano.join("ckpt.pt"), &o, 64 * 64);
+    // DeepSpeed model states naming 1M parameters (`param_shapes`).
+    let ds = d.path().join("ds");
+    let mut o = b"\x80\x02}(".to_vec();
+    o.extend_from_slice(&uni(b"module"));
+    o.extend_from_slice(b"}(");
+    o.extend_from_slice(&uni(b"w"));
+    p_tensor(&mut o, &[64, 64]);
+    o.push(b'u');
+    o.extend_from_slice(&uni(b"param_shapes"));
+    o.extend_from_slice(b"](");
+    p_big_dict(&mut o, "layers.w", 1_000_000);
+    o.extend_from_slice(b"eu.");
+    pt_with_storage(
+        &ds.join("global_step100/mp_rank_00_model_states.pt"),
+        &o,
+        64 * 64,
+    );
+    write(&ds.join("latest"), "global_step100");
+    // A DCP checkpoint of one tensor in 60,000 chunks.
+    let dcp = d.path().join("dcp/step_100");
+    std::fs::create_dir_all(&dcp).unwrap();
+    let n = 60_000;
+    let mut shard = Vec::new();
+    let mut refs = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = dcp_chunk(&[1, 4], |k| (i * 4 + k) as f32 * 1e-6);
+        refs.push(DcpRef {
+            offsets: vec![i, 0],
+            sizes: vec![1, 4],
+            file: "__0_0.distcp",
+            at: shard.len(),
+            len: c.len(),
+        });
+        shard.extend_from_slice(&c);
+    }
+    write(&dcp.join("__0_0.distcp"), &shard);
+    write(
+        &dcp.join(".metadata"),
+        dcp_metadata(&[("model.w", vec![n, 4], refs)]),
+    );
+    let mut bad = Vec::new();
+    let runs = [
+        (nano.clone(), nano.join("ckpt.pt")),
+        (
+            ds.clone(),
+            ds.join("global_step100/mp_rank_00_model_states.pt"),
+        ),
+        (d.path().join("dcp"), dcp.join(".metadata")),
+    ];
+    for (run, file) in &runs {
+        let name = run.file_name().unwrap().to_string_lossy().into_owned();
+        // `inspect FILE` parses the file once and reads every tensor in it.
+        let mut c = case(&name, &[os("inspect"), file.as_os_str()], &[0], None, &home);
+        let i = bounded::run(&mut c.cmd, Duration::from_secs(30));
+        let mut c = case(
+            &name,
+            &[os("check"), run.as_os_str(), os("--device"), os("cpu")],
+            &[0, 1],
+            None,
+            &home,
+        );
+        let o = bounded::run(&mut c.cmd, Duration::from_secs(30));
+        // Parsed once, `check` takes about as long as `inspect` (4–6× as long before: each
+        // probe parsed the file again).
+        let slow = o.secs > 2.0 * i.secs + 2.0;
+        if o.timed_out || !matches!(o.code, Some(0 | 1)) || slow || i.code != Some(0) {
+            bad.push(format!(
+                "check {name}: exit {:?} after {:.1} s (inspect: exit {:?}, {:.1} s); {}",
+                o.code,
+                o.secs,
+                i.code,
+                i.secs,
+                o.stderr.chars().take(300).collect::<String>()
+            ));
+        }
+    }
+    assert_none(bad);
+}

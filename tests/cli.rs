@@ -709,3 +709,37 @@ fn a_lone_model_folder_has_no_step_and_is_not_called_the_init() {
     assert!(text.contains("step ?"), "{text}");
     assert!(!text.contains("(init)"), "{text}");
 }
+
+#[test]
+fn check_leads_with_what_matters() {
+    // A clean run says so before its list of passes; the device line is one short line.
+    let out = mlt()
+        .args(["check", "--device", "cpu"])
+        .arg(format!(
+            "{}/tests/field/timm_healthy",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let clean = text.find("clean: no check failed or warned").expect(&text);
+    let first_pass = text.find("\npass ").expect(&text);
+    assert!(clean < first_pass, "{text}");
+    let device = text.lines().find(|l| l.starts_with("device")).unwrap();
+    assert!(device.chars().count() <= 80, "{device}");
+    // A run with warnings only still gets a `next:` line.
+    let out = mlt()
+        .args(["check", "--device", "cpu"])
+        .arg(format!(
+            "{}/tests/field/hf_lr_100x",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("0 fail, 1 warn"), "{text}");
+    assert!(
+        text.contains("next: `mltriage show S4.1` for the fix"),
+        "{text}"
+    );
+}

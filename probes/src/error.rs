@@ -1,5 +1,6 @@
 //! Typed errors for every reader: each names the file and says what is wrong in one line.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// A reader failure. `Display` is one line: `<file>: <what is wrong>`.
@@ -21,24 +22,53 @@ pub enum ReadError {
 
 /// A path for a one-line message (control characters in a file name are escaped).
 fn shown(path: &Path) -> String {
-    one_line(path.display().to_string())
+    escape_controls(&path.display().to_string()).into_owned()
 }
 
 /// Keep a message on one line: control characters that came from the file (a zip entry name
 /// with a newline, a tag with a carriage return) are shown escaped.
 fn one_line(msg: String) -> String {
-    if !msg.chars().any(char::is_control) {
-        return msg;
+    match escape_controls(&msg) {
+        Cow::Borrowed(_) => msg,
+        Cow::Owned(s) => s,
     }
-    msg.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+}
+
+/// The one escape for text that came from outside (a file name, a series tag, a value read
+/// from a file, a command-line argument) before it is printed as plain text: every control
+/// character (C0, DEL, C1; so ESC and BEL of a terminal's CSI/OSC sequences) is written as
+/// JSON writes it (`\n`, `\t`, `\u001b`), so nothing a file names can move the cursor, clear
+/// the screen or retitle the terminal. Text without control characters is returned as is.
+pub fn escape_controls(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// Appends `c`, escaped as JSON escapes it when it is a control character.
+pub fn push_escaped(out: &mut String, c: char) {
+    use std::fmt::Write;
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        c if c.is_control() => {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+/// A path for plain-text output, its control characters escaped (see [`escape_controls`]).
+pub fn shown_path(path: &Path) -> String {
+    escape_controls(&path.to_string_lossy()).into_owned()
 }
 
 impl ReadError {
@@ -81,5 +111,15 @@ mod tests {
         let s = e.to_string();
         assert!(!s.contains('\n') && !s.contains('\r'), "{s:?}");
         assert!(s.contains("a\\nb.pt") && s.contains("x\\ny"), "{s}");
+    }
+
+    #[test]
+    fn controls_are_escaped_as_json_escapes_them() {
+        let raw = "train\u{1b}]0;T\u{7}.log\u{7f}\u{9b}2J\tx";
+        let s = escape_controls(raw);
+        assert_eq!(s, "train\\u001b]0;T\\u0007.log\\u007f\\u009b2J\\tx");
+        let json = serde_json::to_string("a\u{1b}b").unwrap();
+        assert!(json.contains(&*escape_controls("\u{1b}")), "{json}");
+        assert!(matches!(escape_controls("plain ü"), Cow::Borrowed(_)));
     }
 }

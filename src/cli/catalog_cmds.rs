@@ -12,8 +12,10 @@ use crate::catalog::lint::{lint as lint_catalog, LintOptions, Severity};
 use crate::catalog::{Catalog, Domain, Entry};
 use crate::search::SearchIndex;
 
-/// Write to stdout: a closed pipe (`mltriage list | head`) ends quietly; another write error is one line, exit 2.
+/// Write to stdout, control characters escaped ([`terminal_safe`](super::style::terminal_safe)):
+/// a closed pipe (`mltriage list | head`) ends quietly; another write error is one line, exit 2.
 pub fn emit(s: &str) {
+    let s = super::style::terminal_safe(s);
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -407,7 +409,7 @@ pub fn lint(dir: Option<&Path>) -> anyhow::Result<ExitCode> {
         .count();
     let mut err = std::io::stderr().lock();
     for p in &problems {
-        let _ = writeln!(err, "{p}");
+        let _ = writeln!(err, "{}", super::style::escape_controls(&p.to_string()));
     }
     let warnings = problems.len() - errors;
     emit(&format!(

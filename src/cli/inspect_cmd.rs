@@ -16,7 +16,7 @@ use mltriage_probes::tensors::{read_pickled_dict, OptimizerState, TensorFile};
 
 use super::catalog_cmds::{emit, emit_json};
 use super::progress::{self, ProgressLine};
-use super::style::Style;
+use super::style::{escape_controls as esc, shown_path, Style};
 use super::{ExitCode, UsageError};
 
 fn fail(e: impl std::fmt::Display) -> anyhow::Error {
@@ -42,10 +42,11 @@ fn series_table(series: &[&Series], st: &Style) -> String {
             (Some(a), Some(b)) => format!("{}..{}", a.step, b.step),
             _ => "-".into(),
         };
+        // Names and tags come from the files: escaped for the terminal.
         let name = if x.name == x.tag {
-            x.name.clone()
+            esc(&x.name).into_owned()
         } else {
-            format!("{} ({})", x.name, x.tag)
+            format!("{} ({})", esc(&x.name), esc(&x.tag))
         };
         s.push_str(&format!(
             "{:<28} {:>6} {:>13} {:>11} {:>11} {:>11} {:>11}\n",
@@ -88,10 +89,12 @@ fn inspect_tensors(
         let shape = format!("{:?}", t.shape);
         rows.push(json!({"name": t.name, "dtype": t.dtype.name(), "shape": t.shape, "count": stats.count, "mean": stats.mean, "std": stats.std,
             "min": stats.min, "max": stats.max, "absmax": stats.absmax, "zero_frac": stats.zero_frac(), "nan": stats.nan, "inf": stats.inf, "l2": stats.l2}));
-        let name = if t.name.chars().count() > 44 {
-            format!("…{}", &t.name[t.name.len().saturating_sub(43)..])
+        let name = esc(&t.name);
+        let n = name.chars().count();
+        let name = if n > 44 {
+            format!("…{}", name.chars().skip(n - 43).collect::<String>())
         } else {
-            t.name.clone()
+            name.into_owned()
         };
         let nonfinite = stats.nan + stats.inf;
         text.push_str(&format!(
@@ -117,7 +120,7 @@ fn inspect_tensors(
         text.push_str(&st.dim(&format!(
             "{} tensors in {}\n",
             tf.tensors().len(),
-            path.display()
+            shown_path(path)
         )));
         emit(&text);
     }
@@ -222,14 +225,14 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
         );
         return Ok(0);
     }
-    let mut s = format!("{} {}\n", st.bold("run"), path.display());
+    let mut s = format!("{} {}\n", st.bold("run"), shown_path(path));
     s.push_str(&super::run_cmds::profile_lines(&profile, st, false));
     if run.artifacts.is_empty() {
         s.push_str("  no artifacts found (logs, checkpoints, batches or configs)\n");
     }
     for u in &uses {
         let rel = u.path.strip_prefix(&run.root).unwrap_or(&u.path);
-        let line = format!("  {}  {}\n", rel.display(), u.what);
+        let line = format!("  {}  {}\n", shown_path(rel), esc(&u.what));
         s.push_str(&if u.used { line } else { st.dim(&line) });
     }
     if !run.checkpoints.is_empty() {
@@ -274,11 +277,11 @@ fn inspect_run(path: &Path, json: bool, st: &Style) -> anyhow::Result<ExitCode> 
     if !fs.is_empty() {
         s.push_str(&format!("{}\n", st.bold("facts from artifacts")));
         for (k, f) in fs {
-            s.push_str(&format!("  {k} = {}\n", f.value));
+            s.push_str(&format!("  {} = {}\n", esc(k), esc(&f.value.to_string())));
         }
     }
     for p in problems {
-        s.push_str(&st.yellow(&format!("unreadable: {p}\n")));
+        s.push_str(&st.yellow(&format!("unreadable: {}\n", esc(&p.to_string()))));
     }
     emit(&s);
     Ok(0)
@@ -314,7 +317,7 @@ pub fn inspect(path: &Path, json: bool, quiet: bool, st: &Style) -> anyhow::Resu
             } else {
                 emit(&format!(
                     "{}: Stable-Baselines3 VecNormalize statistics\n{}\n",
-                    path.display(),
+                    shown_path(path),
                     v.summary()
                 ));
             }

@@ -193,7 +193,8 @@ pub fn path_arg(s: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// clap's error as one line: its first paragraph, without the usage block or tips.
+/// clap's error as one line: its first paragraph, without the usage block or tips, an echoed
+/// argument's control characters escaped.
 pub fn one_line_clap_error(e: &clap::Error) -> String {
     let text = e.render().to_string();
     let para: Vec<&str> = text
@@ -203,7 +204,10 @@ pub fn one_line_clap_error(e: &clap::Error) -> String {
         .collect();
     let msg = para.join(" ");
     let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
-    format!("{msg} (see `mltriage --help`)")
+    format!(
+        "{} (see `mltriage --help`)",
+        mltriage_probes::error::escape_controls(msg)
+    )
 }
 
 /// A failure that ends the program with exit code 2: one line on stderr.
@@ -232,6 +236,8 @@ fn install_metric_names(dir: &std::path::Path) -> anyhow::Result<()> {
     .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     let text = String::from_utf8(bytes)
         .map_err(|e| UsageError(format!("{}: not UTF-8 text ({e})", path.display())))?;
+    crate::catalog::yaml_budget::check(&text)
+        .map_err(|(line, msg)| UsageError(format!("{}:{line}: {msg}", path.display())))?;
     let v = mltriage_probes::metrics::vocab::Vocabulary::from_yaml(&text)
         .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     mltriage_probes::metrics::vocab::install_user_rules(v.rules);

@@ -12,7 +12,7 @@ use mltriage_probes::run::Run;
 
 use super::catalog_cmds::{emit, emit_json};
 use super::progress::{self, ProgressLine};
-use super::style::{wrap, Style};
+use super::style::{escape_controls as esc, wrap, Style};
 use super::{ExitCode, UsageError};
 use crate::catalog::Catalog;
 use crate::findings::{order, Finding};
@@ -58,7 +58,7 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
             mark(f.status, st),
             st.bold(&f.id),
             f.title,
-            f.measured
+            esc(&f.measured)
         );
         let max = st.width.max(60);
         let cut: String = if line.chars().count() > max + 20 {
@@ -80,20 +80,20 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
     );
     if !f.measured.is_empty() {
         s.push_str(&wrap(
-            &format!("measured: {}", f.measured),
+            &format!("measured: {}", esc(&f.measured)),
             st.width,
             "      ",
         ));
     }
     if !f.expected.is_empty() && f.status != Status::Skip {
         s.push_str(&wrap(
-            &format!("expected: {}", f.expected),
+            &format!("expected: {}", esc(&f.expected)),
             st.width,
             "      ",
         ));
     }
     if !f.message.is_empty() {
-        s.push_str(&wrap(&f.message, st.width, "      "));
+        s.push_str(&wrap(&esc(&f.message), st.width, "      "));
     }
     if !f.explained_by.is_empty() {
         s.push_str(&st.dim(&format!(
@@ -104,7 +104,7 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
     if verbose || matches!(f.status, Status::Fail | Status::Warn) {
         for e in f.evidence.iter().take(3) {
             s.push_str(&st.dim(&wrap(
-                &format!("evidence: {}", e.render()),
+                &format!("evidence: {}", esc(&e.render())),
                 st.width,
                 "      ",
             )));
@@ -120,7 +120,7 @@ pub(crate) fn profile_lines(
     st: &Style,
     hint: bool,
 ) -> String {
-    let mut s = format!("{} {}\n", st.bold("profile"), p.summary());
+    let mut s = format!("{} {}\n", st.bold("profile"), esc(&p.summary()));
     let why = p.evidence();
     if !why.is_empty() {
         let hint = if hint {
@@ -128,24 +128,33 @@ pub(crate) fn profile_lines(
         } else {
             ""
         };
-        s.push_str(&st.dim(&format!("  from {why}{hint}\n")));
+        s.push_str(&st.dim(&format!("  from {}{hint}\n", esc(&why))));
     }
     s
 }
 
 pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
-    let mut s = format!("{} {}\n", st.bold("run"), r.run);
+    // The run's path, file names and what was read from them are the files' words: every one
+    // is escaped for the terminal (`emit` escapes whatever else slips through).
+    let run = esc(&r.run);
+    let mut s = format!("{} {}\n", st.bold("run"), run);
     s.push_str(&profile_lines(&r.profile, st, true));
-    s.push_str(&format!(
-        "{} {} ({}){}\n",
-        st.bold("device"),
+    // The device is context, not a finding: one dim line, its note cut to the clause that
+    // says what happened (`--all` and `doctor` give the whole story).
+    let note = r.device_note.as_ref().map(|n| {
+        let short = n.split([':', ';']).next().unwrap_or(n).trim();
+        if all {
+            format!(" — {n}")
+        } else {
+            format!(" — {short}")
+        }
+    });
+    s.push_str(&st.dim(&format!(
+        "device {} ({}){}\n",
         r.device,
         r.build,
-        r.device_note
-            .as_ref()
-            .map(|n| format!(" — {n}"))
-            .unwrap_or_default()
-    ));
+        note.unwrap_or_default()
+    )));
     let ck = r.artifacts.iter().filter(|a| a.kind.is_weights()).count();
     let logs = r.artifacts.iter().filter(|a| a.kind.is_metrics()).count();
     s.push_str(&format!(
@@ -159,7 +168,7 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
         ));
     }
     for p in &r.problems {
-        s.push_str(&st.yellow(&format!("unreadable: {p}\n")));
+        s.push_str(&st.yellow(&format!("unreadable: {}\n", esc(&p.to_string()))));
     }
     let unused: Vec<_> = r
         .unused
@@ -173,7 +182,7 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
             .map(|u| {
                 u.path
                     .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
+                    .map(|n| esc(&n.to_string_lossy()).into_owned())
                     .unwrap_or_default()
             })
             .collect();
@@ -186,11 +195,18 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
             } else {
                 ""
             },
-            r.run
+            run
         )));
     }
     if r.findings.iter().any(|f| all || f.status != Status::Skip) {
         s.push('\n');
+    }
+    let bad = r.count(Status::Fail) + r.count(Status::Warn);
+    if bad == 0 && r.count(Status::Pass) > 0 {
+        s.push_str(&st.green(&format!(
+            "clean: no check failed or warned ({} passed) — what each one measured:\n",
+            r.count(Status::Pass)
+        )));
     }
     for f in &r.findings {
         if all || f.status != Status::Skip {
@@ -220,7 +236,12 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
             ""
         }
     ));
-    if let Some(f) = r.findings.iter().find(|f| f.status == Status::Fail) {
+    let first = r
+        .findings
+        .iter()
+        .find(|f| f.status == Status::Fail)
+        .or_else(|| r.findings.iter().find(|f| f.status == Status::Warn));
+    if let Some(f) = first {
         s.push_str(&format!("next: `mltriage show {}` for the fix\n", f.id));
     }
     s

@@ -1,8 +1,9 @@
 //! What reading a file once already told us, kept for the rest of the process and keyed by
 //! the file's identity ([`FileId`]: path, device and inode, size, modification time): a file
 //! refused once is refused again without being parsed again (every probe of a `check` asks
-//! about the same files), and a few parses that are cheap to keep (optimizer state) are
-//! shared. A file rewritten in place gets a new identity, so it is read afresh.
+//! about the same files), and the newest parses (torch archives' pickles, DCP `.metadata`,
+//! optimizer state) are shared, within a count and a memory budget. A file rewritten in place
+//! gets a new identity, so it is read afresh.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -14,15 +15,21 @@ use crate::error::{ReadError, Result};
 
 /// Most refusals remembered; past this the memo starts again (it is a cache, not a record).
 const MAX_FAILURES: usize = 1 << 14;
-/// Most successful parses kept (the newest are kept).
-const MAX_KEPT: usize = 4;
+/// Most successful parses kept (the newest are kept): enough for every file one `check`
+/// reads more than once (each probe opens the newest checkpoints again), so they do not evict
+/// each other in turn.
+pub const MAX_KEPT: usize = 32;
+/// Most memory the kept parses may hold, as their parsers estimate it; a parse larger than
+/// this alone is shared by nobody (read again when asked again).
+pub const MAX_KEPT_BYTES: usize = 256 << 20;
 
 type Key = (FileId, &'static str);
 
 #[derive(Default)]
 struct Memo {
     failures: HashMap<Key, ReadError>,
-    kept: Vec<(Key, Arc<dyn Any + Send + Sync>)>,
+    /// Oldest first, with the bytes each holds.
+    kept: Vec<(Key, Arc<dyn Any + Send + Sync>, usize)>,
     /// How many times `read_shared` parsed a file (not served from the memo).
     parses: HashMap<Key, usize>,
 }
@@ -93,14 +100,28 @@ pub(crate) fn read_shared<T: Send + Sync + 'static>(
     path: &Path,
     read: impl FnOnce() -> Result<T>,
 ) -> Result<Arc<T>> {
+    read_shared_sized(what, path, || read().map(|t| (t, 0)))
+}
+
+/// [`read_shared`] for a parse that says how many bytes it holds (`read` returns them beside
+/// the value): the kept parses stay within [`MAX_KEPT_BYTES`] in all.
+pub(crate) fn read_shared_sized<T: Send + Sync + 'static>(
+    what: &'static str,
+    path: &Path,
+    read: impl FnOnce() -> Result<(T, usize)>,
+) -> Result<Arc<T>> {
     let key = FileId::of(path).map(|id| (id, what));
     if let Some(e) = refusal(&key) {
         return Err(e);
     }
     if let Some(k) = &key {
-        let m = memo();
-        if let Some((_, v)) = m.kept.iter().find(|(kk, _)| kk == k) {
-            if let Ok(t) = v.clone().downcast::<T>() {
+        let mut m = memo();
+        if let Some(i) = m.kept.iter().position(|(kk, _, _)| kk == k) {
+            // The most recently used is kept longest.
+            let hit = m.kept.remove(i);
+            let v = hit.1.clone();
+            m.kept.push(hit);
+            if let Ok(t) = v.downcast::<T>() {
                 return Ok(t);
             }
         }
@@ -109,15 +130,18 @@ pub(crate) fn read_shared<T: Send + Sync + 'static>(
         *memo().parses.entry(k.clone()).or_default() += 1;
     }
     match read() {
-        Ok(t) => {
+        Ok((t, bytes)) => {
             let t = Arc::new(t);
-            if let Some(k) = key {
+            if let Some(k) = key.filter(|_| bytes <= MAX_KEPT_BYTES) {
                 let mut m = memo();
-                m.kept.retain(|(kk, _)| kk != &k);
-                if m.kept.len() >= MAX_KEPT {
-                    m.kept.remove(0);
+                m.kept.retain(|(kk, _, _)| kk != &k);
+                let mut held: usize = m.kept.iter().map(|(_, _, b)| b).sum();
+                while !m.kept.is_empty()
+                    && (m.kept.len() >= MAX_KEPT || held + bytes > MAX_KEPT_BYTES)
+                {
+                    held -= m.kept.remove(0).2;
                 }
-                m.kept.push((k, t.clone()));
+                m.kept.push((k, t.clone(), bytes));
             }
             Ok(t)
         }

@@ -113,7 +113,8 @@ pub struct TensorFile {
     wrapper: Option<String>,
     safes: Vec<SafeFile>,
     torch: Vec<TorchZip>,
-    dcp: Vec<dcp::DcpTensor>,
+    /// A DCP checkpoint's parsed `.metadata` (shared), indexed by `Loc::Dcp`.
+    dcp: std::sync::Arc<Vec<dcp::DcpTensor>>,
 }
 
 impl std::fmt::Debug for TensorFile {
@@ -210,7 +211,7 @@ impl TensorFile {
             wrapper: None,
             safes: Vec::new(),
             torch: Vec::new(),
-            dcp: Vec::new(),
+            dcp: Default::default(),
         }
     }
 
@@ -428,10 +429,10 @@ impl TensorFile {
     /// A DCP checkpoint: the model's tensors (keys under `model.`, or every key when none is;
     /// optimizer keys `optim.*` are training state, not weights).
     fn open_dcp(meta: &Path) -> Result<TensorFile> {
-        let all = dcp::read_metadata(meta)?;
+        let all = dcp::read_metadata_shared(meta)?;
         let mut tf = TensorFile::empty(meta, FileKind::Dcp);
         let wrapped = all.iter().any(|t| t.name.starts_with("model."));
-        for t in all {
+        for (i, t) in all.iter().enumerate() {
             let name = if wrapped {
                 match t.name.strip_prefix("model.") {
                     Some(n) => n.to_string(),
@@ -450,11 +451,9 @@ impl TensorFile {
                 shape: t.shape.clone(),
                 buffer: false,
             });
-            tf.locs.push(Loc::Dcp {
-                tensor: tf.dcp.len(),
-            });
-            tf.dcp.push(t);
+            tf.locs.push(Loc::Dcp { tensor: i });
         }
+        tf.dcp = all;
         if wrapped {
             tf.wrapper = Some("model".into());
         }
@@ -598,8 +597,24 @@ impl TensorFile {
         }
     }
 
+    /// Calls `f` with the tensor as a [`Window`] source: its bytes where they can be had whole
+    /// (as [`TensorFile::with_bytes`]), a DCP tensor's chunks read a window at a time.
+    fn with_windows<R>(&self, name: &str, f: impl FnOnce(Window<'_>) -> R) -> Result<R> {
+        let (_, loc) = self.loc(name)?;
+        match loc {
+            Loc::Dcp { tensor } => {
+                let o = dcp::Opened::open(&self.path, &self.dcp[*tensor])?;
+                let r = f(Window::Dcp(&o));
+                o.intact()?;
+                Ok(r)
+            }
+            _ => self.with_bytes(name, |b| f(Window::Bytes(b))),
+        }
+    }
+
     /// Fused-pass statistics of one tensor (CPU). Large contiguous tensors are streamed with
-    /// positioned reads (no page faults, a few MB resident); others are read from the map.
+    /// positioned reads (no page faults, a few MB resident); a DCP tensor's chunks a window at a
+    /// time; others are read from the map.
     pub fn stats(&self, name: &str) -> Result<TensorStats> {
         let (info, loc) = self.loc(name)?;
         let dt = info.dtype;
@@ -608,6 +623,9 @@ impl TensorFile {
             if len >= STREAM_MIN {
                 return stats::stream_stats(file, off, len, dt).map_err(|e| ReadError::io(path, e));
             }
+        }
+        if let Loc::Dcp { tensor } = loc {
+            return dcp::stats(&self.path, &self.dcp[*tensor]);
         }
         self.with_bytes(name, |b| tensor_stats(b, dt))
     }
@@ -663,9 +681,29 @@ impl TensorFile {
         let (ia, _) = self.loc(name)?;
         let (ib, _) = other.loc(other_name)?;
         let (da, db) = (ia.dtype, ib.dtype);
-        let r = self.with_bytes(name, |a| {
-            other.with_bytes(other_name, |b| diff_stats(a, da, b, db))
-        })??;
+        let dcp_side = |tf: &TensorFile, n: &str| matches!(tf.loc(n), Ok((_, Loc::Dcp { .. })));
+        let r = if ia.numel() == ib.numel() && (dcp_side(self, name) || dcp_side(other, other_name))
+        {
+            // A DCP side is read a window at a time, the other side's same elements beside it.
+            let n = ia.numel();
+            self.with_windows(name, |wa| {
+                other.with_windows(other_name, |wb| {
+                    let (mut ba, mut bb) = (Vec::new(), Vec::new());
+                    let mut acc = compare::DiffAcc::new(da, db);
+                    let mut s = 0;
+                    while s < n {
+                        let e = (s + dcp::WINDOW_ELEMS).min(n);
+                        acc.feed(wa.get(s, e, da, &mut ba), da, wb.get(s, e, db, &mut bb), db);
+                        s = e;
+                    }
+                    Some(acc.finish())
+                })
+            })??
+        } else {
+            self.with_bytes(name, |a| {
+                other.with_bytes(other_name, |b| diff_stats(a, da, b, db))
+            })??
+        };
         r.ok_or_else(|| {
             ReadError::format(
                 &other.path,
@@ -676,6 +714,27 @@ impl TensorFile {
                 ),
             )
         })
+    }
+}
+
+/// A tensor read a window of elements at a time (see [`TensorFile::with_windows`]).
+enum Window<'a> {
+    Bytes(&'a [u8]),
+    Dcp(&'a dcp::Opened<'a>),
+}
+
+impl Window<'_> {
+    /// Elements `s..e` as bytes of `dt`: a slice of the whole, or filled into `buf`.
+    fn get<'b>(&'b self, s: usize, e: usize, dt: DType, buf: &'b mut Vec<u8>) -> &'b [u8] {
+        let es = dt.size();
+        match self {
+            Window::Bytes(b) => b.get(s * es..e * es).unwrap_or(&[]),
+            Window::Dcp(o) => {
+                buf.resize((e - s) * es, 0);
+                o.fill(s, e, buf);
+                buf
+            }
+        }
     }
 }
 
@@ -718,10 +777,25 @@ fn flatten(v: &Value, prefix: String, out: &mut Vec<(String, TensorRef)>) {
             format!("{prefix}.{k}")
         }
     };
+    // Only values that may hold a tensor are named (a config of a million scalars costs no
+    // names).
+    let may_hold = |x: &Value| {
+        matches!(
+            x,
+            Value::Tensor(_)
+                | Value::Dict(_)
+                | Value::List(_)
+                | Value::Tuple(_)
+                | Value::Object { state: Some(_), .. }
+        )
+    };
     match v {
         Value::Tensor(t) => out.push((prefix, t.clone())),
         Value::Dict(d) => {
             for (k, x) in d {
+                if !may_hold(x) {
+                    continue;
+                }
                 if let Some(k) = k.key_string() {
                     flatten(x, join(&k), out);
                 }
@@ -729,7 +803,9 @@ fn flatten(v: &Value, prefix: String, out: &mut Vec<(String, TensorRef)>) {
         }
         Value::List(l) | Value::Tuple(l) => {
             for (i, x) in l.iter().enumerate() {
-                flatten(x, join(&i.to_string()), out);
+                if may_hold(x) {
+                    flatten(x, join(&i.to_string()), out);
+                }
             }
         }
         Value::Object { state: Some(s), .. } => flatten(s, prefix, out),

@@ -249,8 +249,8 @@ impl OptimizerState {
         Ok(OptimizerState::new(path, groups, state, false, zip))
     }
 
-    /// Keeps the archive for its storages (its unpickled tree is let go: what is needed was
-    /// read out of it) and names each moment tensor for the tensor pass.
+    /// Keeps the archive for its storages (its unpickled tree is not looked at again: what is
+    /// needed was read out of it) and names each moment tensor for the tensor pass.
     fn new(
         path: &Path,
         groups: Vec<ParamGroup>,
@@ -258,7 +258,7 @@ impl OptimizerState {
         partitioned: bool,
         mut zip: TorchZip,
     ) -> OptimizerState {
-        drop(zip.take_root());
+        zip.take_root();
         let mut refs = Vec::new();
         let mut names = HashMap::new();
         for s in state.values() {

@@ -363,6 +363,12 @@ struct Vm<'a> {
 
 /// Parses a pickle into a [`Value`]; never calls anything the pickle names.
 pub fn parse(data: &[u8]) -> PResult<Value> {
+    parse_sized(data).map(|(v, _)| v)
+}
+
+/// [`parse`], with the bytes the value was charged against [`MAX_OUTPUT_BYTES`] (its items
+/// and text: an estimate of the memory it holds).
+pub fn parse_sized(data: &[u8]) -> PResult<(Value, usize)> {
     let mut vm = Vm {
         buf: data,
         pos: 0,
@@ -382,7 +388,8 @@ pub fn parse(data: &[u8]) -> PResult<Value> {
         items: 0,
         out: 0,
     };
-    m.value(&root, 0)
+    let v = m.value(&root, 0)?;
+    Ok((v, m.out))
 }
 
 impl<'a> Vm<'a> {

@@ -2,12 +2,15 @@
 //! …): the archive is memory-mapped, its `<prefix>/data.pkl` read with the safe pickle VM, and
 //! each storage (`<prefix>/data/<key>`, normally STORED) sliced straight out of the map when a
 //! tensor needs it. A torch zip stored inside another zip (Stable-Baselines3's `policy.pth` in
-//! its model `.zip`) is read in place, as a window of the outer file's map.
+//! its model `.zip`) is read in place, as a window of the outer file's map. What parsing a file
+//! found (its directory and unpickled root) is shared by every later open of the same file in
+//! the process (see `memo`); each open maps the file afresh.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::Mmap;
 
@@ -29,11 +32,8 @@ pub(crate) struct Entry {
 /// Most members a zip archive may list (its central directory is parsed before anything else).
 pub const MAX_MEMBERS: usize = 1 << 20;
 
-/// An opened torch zip archive.
-pub struct TorchZip {
-    path: PathBuf,
-    file: File,
-    map: GuardedMap,
+/// What parsing an archive found; shared by every open of the same file.
+struct Parsed {
     /// Where the torch archive starts in the file (0, or a stored member of an outer zip).
     base: usize,
     /// Its length in bytes.
@@ -45,12 +45,34 @@ pub struct TorchZip {
     root: Value,
 }
 
+/// The memory a parse holds, roughly: the unpickled value and the directory.
+fn weight(p: &Parsed, value_bytes: usize) -> usize {
+    value_bytes.saturating_add(
+        p.entries
+            .keys()
+            .map(|k| k.len() + 64)
+            .fold(0usize, usize::saturating_add),
+    )
+}
+
+/// An opened torch zip archive.
+pub struct TorchZip {
+    path: PathBuf,
+    file: File,
+    map: GuardedMap,
+    parsed: Arc<Parsed>,
+    /// The caller gave up the root ([`TorchZip::take_root`]).
+    root_taken: bool,
+}
+
+static NO_ROOT: Value = Value::None;
+
 impl std::fmt::Debug for TorchZip {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TorchZip")
             .field("path", &self.path)
-            .field("prefix", &self.prefix)
-            .field("entries", &self.entries.len())
+            .field("prefix", &self.parsed.prefix)
+            .field("entries", &self.parsed.entries.len())
             .finish()
     }
 }
@@ -71,12 +93,39 @@ impl TorchZip {
     /// A Stable-Baselines3 model `.zip` opens as its `policy.pth` (the weights); see
     /// [`TorchZip::open_member`] for its other members.
     /// A file refused once is refused again without being read (see `memo`).
+    /// Later opens of the same file share the first one's parse (see `memo`).
     pub fn open(path: impl AsRef<Path>) -> Result<TorchZip> {
         let path = path.as_ref();
-        super::memo::unless_refused("torch zip", path, || Self::open_uncached(path))
+        let mut fresh = None;
+        let parsed = super::memo::read_shared_sized("torch zip", path, || {
+            let (z, bytes) = Self::open_uncached(path)?;
+            let w = weight(&z.parsed, bytes);
+            let parsed = z.parsed.clone();
+            fresh = Some(z);
+            Ok((parsed, w))
+        })?;
+        if let Some(z) = fresh {
+            return Ok(z);
+        }
+        // Shared: the same file (same identity), mapped again.
+        let (file, map) = map_file(path)?;
+        if parsed.base.saturating_add(parsed.len) > map.len() {
+            return Err(ReadError::format(
+                path,
+                "the file shrank since it was first read (truncated or rewritten)",
+            ));
+        }
+        Ok(TorchZip {
+            path: path.to_path_buf(),
+            file,
+            map,
+            parsed: Arc::clone(&parsed),
+            root_taken: false,
+        })
     }
 
-    fn open_uncached(path: &Path) -> Result<TorchZip> {
+    /// Opens and parses the archive; also returns the bytes its unpickled value holds.
+    fn open_uncached(path: &Path) -> Result<(TorchZip, usize)> {
         let (file, map) = map_file(path)?;
         if !map.starts_with(b"PK\x03\x04") {
             use super::sniff::Sniffed;
@@ -94,7 +143,7 @@ impl TorchZip {
         let entries = read_directory(path, &map)?;
         if data_pkl(path, &map, &entries).is_err() && entries.contains_key(super::sb3::POLICY) {
             drop(map);
-            return Self::open_member(path, super::sb3::POLICY);
+            return Self::open_member_sized(path, super::sb3::POLICY);
         }
         let len = map.len();
         Self::from_window(path, file, map, 0, len, entries, None)
@@ -103,7 +152,10 @@ impl TorchZip {
     /// Opens the torch archive stored as member `member` of the zip at `path` (SB3's
     /// `policy.pth`, `policy.optimizer.pth`); the member must be stored, not compressed.
     pub fn open_member(path: impl AsRef<Path>, member: &str) -> Result<TorchZip> {
-        let path = path.as_ref();
+        Self::open_member_sized(path.as_ref(), member).map(|(z, _)| z)
+    }
+
+    fn open_member_sized(path: &Path, member: &str) -> Result<(TorchZip, usize)> {
         let (file, map) = map_file(path)?;
         if !map.starts_with(b"PK\x03\x04") {
             return Err(ReadError::format(
@@ -138,7 +190,7 @@ impl TorchZip {
         len: usize,
         entries: HashMap<String, Entry>,
         member: Option<String>,
-    ) -> Result<TorchZip> {
+    ) -> Result<(TorchZip, usize)> {
         let bytes = &map[base..base + len];
         let at = |m: String| match &member {
             Some(o) => format!("{o}: {m}"),
@@ -146,31 +198,40 @@ impl TorchZip {
         };
         let (pkl, prefix) = data_pkl(path, bytes, &entries)
             .map_err(|e| ReadError::format(path, at(super::strip_path(&e))))?;
-        let data = entry_bytes(path, bytes, &pkl, entries[&pkl])?;
-        let root = pickle::parse(data)
+        let pe = entries[&pkl];
+        let data = entry_bytes(path, bytes, &pkl, pe)?;
+        let (root, value_bytes) = pickle::parse_sized(data)
             .map_err(|err| ReadError::format(path, at(format!("{pkl}: {err}"))))?;
         super::intact(path, map.damaged())?;
-        Ok(TorchZip {
-            path: path.to_path_buf(),
-            file,
-            map,
+        // The pickle's pages are not needed again (its value is kept instead).
+        release(&map, base + pe.start..base + pe.start + pe.size);
+        let parsed = Parsed {
             base,
             len,
             member,
             prefix,
             entries,
             root,
-        })
+        };
+        let z = TorchZip {
+            path: path.to_path_buf(),
+            file,
+            map,
+            parsed: Arc::new(parsed),
+            root_taken: false,
+        };
+        Ok((z, value_bytes))
     }
 
     /// This archive's bytes (the whole file, or the outer zip's member).
     fn bytes(&self) -> &[u8] {
-        &self.map[self.base..self.base + self.len]
+        let p = &self.parsed;
+        &self.map[p.base..p.base + p.len]
     }
 
     /// The outer archive's member this was read from (`policy.pth`), if any.
     pub fn member(&self) -> Option<&str> {
-        self.member.as_deref()
+        self.parsed.member.as_deref()
     }
 
     pub fn path(&self) -> &Path {
@@ -184,19 +245,24 @@ impl TorchZip {
 
     /// The unpickled object (a state dict, an optimizer state, an opaque object …).
     pub fn root(&self) -> &Value {
-        &self.root
+        if self.root_taken {
+            &NO_ROOT
+        } else {
+            &self.parsed.root
+        }
     }
 
     /// Gives up the unpickled object (for a caller that has read what it needs from it and
-    /// keeps the archive only for its storages); [`TorchZip::root`] is `None` after.
-    pub(crate) fn take_root(&mut self) -> Value {
-        std::mem::replace(&mut self.root, Value::None)
+    /// keeps the archive only for its storages); [`TorchZip::root`] is `None` after. The
+    /// value itself stays with the shared parse while the memo keeps it.
+    pub(crate) fn take_root(&mut self) {
+        self.root_taken = true;
     }
 
     /// The raw bytes of storage `key` (`<prefix>/data/<key>`).
     pub fn storage_bytes(&self, key: &str) -> Result<&[u8]> {
-        let name = format!("{}data/{key}", self.prefix);
-        let e = *self.entries.get(&name).ok_or_else(|| {
+        let name = format!("{}data/{key}", self.parsed.prefix);
+        let e = *self.parsed.entries.get(&name).ok_or_else(|| {
             ReadError::format(
                 &self.path,
                 format!("storage {name} is missing from the archive"),
@@ -368,15 +434,16 @@ pub(crate) fn release(map: &Mmap, range: std::ops::Range<usize>) {
 
 impl TorchZip {
     pub(crate) fn release_storage(&self, key: &str) {
-        if let Some(e) = self.entries.get(&format!("{}data/{key}", self.prefix)) {
-            let at = self.base + e.start;
+        let p = &self.parsed;
+        if let Some(e) = p.entries.get(&format!("{}data/{key}", p.prefix)) {
+            let at = p.base + e.start;
             release(&self.map, at..at + e.size);
         }
     }
 
     /// Names of the archive's entries (for diagnostics).
     pub fn entry_names(&self) -> impl Iterator<Item = &str> {
-        self.entries.keys().map(String::as_str)
+        self.parsed.entries.keys().map(String::as_str)
     }
 }
 
@@ -386,23 +453,29 @@ impl TorchZip {
         if !t.is_contiguous() {
             return None;
         }
-        let e = self
+        let p = &self.parsed;
+        let e = p
             .entries
-            .get(&format!("{}data/{}", self.prefix, t.storage_key))?;
+            .get(&format!("{}data/{}", p.prefix, t.storage_key))?;
         let es = t.dtype.size();
         let start = (t.offset as usize).checked_mul(es)?;
         let len = t.numel()?.checked_mul(es)?;
         if !e.stored || start.checked_add(len)? > e.size {
             return None;
         }
-        Some((&self.file, (self.base + e.start + start) as u64, len))
+        Some((&self.file, (p.base + e.start + start) as u64, len))
     }
 }
 
 /// The one tensor a `torch.save(tensor)` archive held in memory (a chunk of a
 /// torch.distributed.checkpoint `.distcp` file), as contiguous little-endian bytes with its
-/// dtype and shape. `path` names the file in errors.
-pub(crate) fn lone_tensor(path: &Path, bytes: &[u8]) -> Result<(TensorRef, Vec<u8>)> {
+/// dtype and shape: borrowed from `bytes` when its view is contiguous, else gathered — at most
+/// `gather_cap` bytes, and never more than its storage holds. `path` names the file in errors.
+pub(crate) fn lone_tensor<'a>(
+    path: &Path,
+    bytes: &'a [u8],
+    gather_cap: usize,
+) -> Result<(TensorRef, TensorBytes<'a>)> {
     if !bytes.starts_with(b"PK\x03\x04") {
         return Err(ReadError::format(
             path,
@@ -421,9 +494,24 @@ pub(crate) fn lone_tensor(path: &Path, bytes: &[u8]) -> Result<(TensorRef, Vec<u
         .get(&name)
         .ok_or_else(|| ReadError::format(path, format!("chunk storage {name} is missing")))?;
     let storage = entry_bytes(path, bytes, &name, e)?;
+    if !t.is_contiguous() {
+        let n = t
+            .numel()
+            .and_then(|n| n.checked_mul(t.dtype.size()))
+            .unwrap_or(usize::MAX);
+        if n > storage.len() || n > gather_cap {
+            return Err(ReadError::format(
+                path,
+                format!(
+                    "a chunk's strided view of {n} bytes is larger than its storage or the \
+                     {} MiB left to gather; refused",
+                    gather_cap >> 20
+                ),
+            ));
+        }
+    }
     let view = contiguous_view(
         path, "chunk", storage, t.dtype, t.offset, &t.shape, &t.stride,
     )?;
-    let out = view.into_owned();
-    Ok((t, out))
+    Ok((t, view))
 }

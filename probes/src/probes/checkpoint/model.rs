@@ -198,7 +198,9 @@ pub(crate) fn tstats(
     name: &str,
     compute: &Compute,
 ) -> Result<TensorStats, String> {
-    if compute.is_cuda() {
+    // A DCP tensor's chunks stream through the CPU statistics (loading one whole onto the
+    // device would assemble it).
+    if compute.is_cuda() && tf.kind() != crate::tensors::FileKind::Dcp {
         let t = tf.load(name, &compute.device).map_err(|e| e.to_string())?;
         return stats_on_device(&t).map_err(|e| format!("{}: {name}: {e}", tf.path().display()));
     }

@@ -187,9 +187,9 @@ pub(crate) fn run(items: &[Item<'_>], pairs: &[(usize, usize)]) {
         }
         let r = match &srcs[i] {
             Err(f) => Err(f.clone()),
-            Ok((dt, _, _)) => {
-                let dt = *dt;
-                let r = it.tf.with_bytes(&it.name, |b| tensor_stats(b, dt));
+            Ok(_) => {
+                // Through the container: a DCP tensor's chunks stream, never assembled.
+                let r = it.tf.stats(&it.name);
                 prog.bytes(nbytes(i));
                 r.map_err(|e| Failure::new(&e))
             }
