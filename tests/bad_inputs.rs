@@ -2336,3 +2336,47 @@ fn item29_check_parses_each_file_once_nanogpt_config_deepspeed_names_dcp_chunks(
     }
     assert_none(bad);
 }
+
+#[test]
+fn item29_12_a_dcp_dimension_that_is_negative_is_refused_not_dropped() {
+    // Before: a `.metadata` whose tensor has a dimension of -1 (or ≥ 2^63) was skipped as if
+    // it held no tensor — "0 tensors", exit 0. Now: one line naming the file, exit 2.
+    let d = tempfile::tempdir().unwrap();
+    let ck = d.path().join("step_100");
+    std::fs::create_dir_all(&ck).unwrap();
+    let chunk = dcp_chunk(&[1, 4], |i| i as f32);
+    append(&ck.join("__0_0.distcp"), &chunk);
+    for (what, shape, sizes) in [
+        ("negative size", vec![usize::MAX, 4], vec![1, 4]),
+        ("negative chunk size", vec![1, 4], vec![usize::MAX, 4]),
+    ] {
+        write(
+            &ck.join(".metadata"),
+            dcp_metadata(&[(
+                "model.w",
+                shape,
+                vec![DcpRef {
+                    offsets: vec![0, 0],
+                    sizes,
+                    file: "__0_0.distcp",
+                    at: 0,
+                    len: chunk.len(),
+                }],
+            )]),
+        );
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mltriage"))
+            .arg("inspect")
+            .arg(ck.join(".metadata"))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        assert!(
+            stderr.contains(".metadata")
+                && stderr.contains("negative")
+                && stderr.lines().count() == 1,
+            "{what}: {stderr}"
+        );
+    }
+}

@@ -62,6 +62,21 @@ fn ints(v: &Value) -> Option<Vec<usize>> {
     }
 }
 
+/// A shape or offset list of integers that `ints` refused: some entry is negative or beyond
+/// `usize` (a pickled big int) — a corrupt entry to report, never a tensor to skip silently.
+fn bad_ints(v: &Value) -> bool {
+    match v {
+        Value::Tuple(s) | Value::List(s) => {
+            !s.is_empty()
+                && s.iter()
+                    .all(|x| matches!(x, Value::Int(_) | Value::BigInt(_)))
+                && ints(v).is_none()
+        }
+        Value::Object { args, .. } => args.first().is_some_and(bad_ints),
+        _ => false,
+    }
+}
+
 fn dtype_of(props: &Value) -> Option<DType> {
     let first = match props {
         Value::Object {
@@ -143,6 +158,12 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Vec<DcpTensor>> {
     let mut out = Vec::new();
     for (k, v) in sdm {
         let Some(name) = k.key_string() else { continue };
+        if lookup(v, "size").is_some_and(bad_ints) {
+            return Err(ReadError::format(
+                path,
+                format!("{name}: a dimension is negative or larger than 2^63; refused"),
+            ));
+        }
         let (Some(props), Some(size), Some(chunks)) = (
             lookup(v, "properties"),
             lookup(v, "size").and_then(ints),
@@ -161,6 +182,16 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Vec<DcpTensor>> {
         }
         let mut cs = Vec::with_capacity(chunks.len());
         for c in chunks {
+            if lookup(c, "offsets").is_some_and(bad_ints)
+                || lookup(c, "sizes").is_some_and(bad_ints)
+            {
+                return Err(ReadError::format(
+                    path,
+                    format!(
+                        "{name}: a chunk offset or size is negative or larger than 2^63; refused"
+                    ),
+                ));
+            }
             let (Some(offsets), Some(sizes)) = (
                 lookup(c, "offsets").and_then(ints),
                 lookup(c, "sizes").and_then(ints),
