@@ -10,6 +10,29 @@ use mltriage_probes::device::Compute;
 use mltriage_probes::facts::Facts;
 use mltriage_probes::run::Run;
 
+/// A walk of `tree` over `run` with these facts and answers (none given by hand unless said).
+fn walk(
+    cat: &Catalog,
+    tree: &str,
+    run: &Run,
+    facts: &Facts,
+    compute: &Compute,
+    answers: &HashMap<String, String>,
+) -> mltriage::triage::walk::WalkResult {
+    auto_walk(
+        cat,
+        tree,
+        &Inputs {
+            run: Some(run),
+            facts,
+            compute,
+            baseline: None,
+            answers,
+        },
+    )
+    .unwrap()
+}
+
 #[test]
 fn stability_walks_end_at_the_accepted_ids() {
     let fx = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures"));
@@ -27,18 +50,7 @@ fn stability_walks_end_at_the_accepted_ids() {
             .collect();
         let facts = effective_facts(&run, &Facts::from_args(&args).unwrap());
         let no_answers = HashMap::new();
-        let res = auto_walk(
-            &cat,
-            "stability",
-            &Inputs {
-                run: Some(&run),
-                facts: &facts,
-                compute: &compute,
-                baseline: None,
-                answers: &no_answers,
-            },
-        )
-        .unwrap();
+        let res = walk(&cat, "stability", &run, &facts, &compute, &no_answers);
         assert!(res.stopped.is_none(), "{name}: stopped {:?}", res.stopped);
         let c = res.conclusion.expect("a conclusion");
         let accept: Vec<&str> = a["accept"]
@@ -81,18 +93,14 @@ fn bad_init_walk_measures_loss_against_ln_v_and_the_init_statistics() {
     let cat = Catalog::embedded().unwrap();
     let facts = effective_facts(&run, &Facts::new());
     let no_answers = HashMap::new();
-    let res = auto_walk(
+    let res = walk(
         &cat,
         "stability",
-        &Inputs {
-            run: Some(&run),
-            facts: &facts,
-            compute: &Compute::cpu(),
-            baseline: None,
-            answers: &no_answers,
-        },
-    )
-    .unwrap();
+        &run,
+        &facts,
+        &Compute::cpu(),
+        &no_answers,
+    );
     assert_eq!(res.path[0].answer, "high");
     assert!(
         res.path[0].measured.contains("ln V = ln 512"),
@@ -135,18 +143,7 @@ fn walks_follow_the_runs_own_findings_to_the_bug() {
         let mut answers: HashMap<String, String> = HashMap::new();
         let mut conclusion = None;
         for _ in 0..8 {
-            let res = auto_walk(
-                &cat,
-                tree,
-                &Inputs {
-                    run: Some(&run),
-                    facts: &facts,
-                    compute: &compute,
-                    baseline: None,
-                    answers: &answers,
-                },
-            )
-            .unwrap();
+            let res = walk(&cat, tree, &run, &facts, &compute, &answers);
             match res.stopped {
                 None => {
                     conclusion = res.conclusion;
@@ -174,18 +171,14 @@ fn a_walk_past_a_warning_concludes_at_it() {
     let run = Run::discover(&field.join("hf_lr_100x")).unwrap();
     let facts = effective_facts(&run, &Facts::default());
     let no_answers = HashMap::new();
-    let res = auto_walk(
+    let res = walk(
         &cat,
         "stability",
-        &Inputs {
-            run: Some(&run),
-            facts: &facts,
-            compute: &Compute::cpu(),
-            baseline: None,
-            answers: &no_answers,
-        },
-    )
-    .unwrap();
+        &run,
+        &facts,
+        &Compute::cpu(),
+        &no_answers,
+    );
     let c = res.conclusion.expect("a conclusion");
     assert_eq!(c.id, "S4.1", "{c:?}");
     assert!(c.note.unwrap_or_default().contains("warned"));

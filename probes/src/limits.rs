@@ -97,6 +97,17 @@ fn over_cap(len: u64, cap: u64) -> io::Error {
     )
 }
 
+/// The first `n` bytes of a regular file (fewer when it is shorter): what content sniffing
+/// reads, through the same gate as every reader.
+pub fn read_head(path: &Path, n: u64) -> Result<Vec<u8>> {
+    let f = open_regular(path)?;
+    let mut head = Vec::with_capacity(n.min(1 << 16) as usize);
+    f.take(n)
+        .read_to_end(&mut head)
+        .map_err(|e| ReadError::io(path, e))?;
+    Ok(head)
+}
+
 /// [`read_capped_io`] with the reader error type.
 pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
     read_capped_io(path, cap).map_err(|e| ReadError::io(path, e))

@@ -137,24 +137,18 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
 /// `normalize_advantage` … (see [`crate::tensors::sb3::HYPERPARAMETERS`]).
 fn sb3_facts(run: &Run, f: &mut Facts) {
     use crate::tensors::sb3;
-    // A set, not a scan of the artifacts per checkpoint weight (quadratic on 10,000
-    // checkpoints).
-    let archives: std::collections::HashSet<&Path> = run
-        .of_kind(ArtifactKind::Sb3Model)
-        .into_iter()
-        .map(|a| a.path.as_path())
-        .collect();
-    if archives.is_empty() {
-        return;
-    }
     let newest = run
         .checkpoints
         .iter()
         .rev()
         .flat_map(|c| c.weights.iter())
         .map(|w| w.as_path())
-        .find(|w| archives.contains(w))
-        .or_else(|| archives.iter().copied().max());
+        .find(|w| run.kind_of(w) == ArtifactKind::Sb3Model)
+        .or_else(|| {
+            run.of_kind(ArtifactKind::Sb3Model)
+                .last()
+                .map(|a| a.path.as_path())
+        });
     let Some(a) = newest.and_then(|p| sb3::read(p).ok()) else {
         return;
     };
@@ -205,10 +199,7 @@ fn logged_config_facts(run: &Run, f: &mut Facts) {
         .rev()
         .find_map(|c| c.weights.first())
         .filter(|w| {
-            run.artifacts
-                .iter()
-                .any(|a| &a.path == *w && a.kind == ArtifactKind::TorchFile)
-                && w.extension().is_none_or(|e| e != "bin")
+            run.kind_of(w) == ArtifactKind::TorchFile && w.extension().is_none_or(|e| e != "bin")
         })
     {
         if let Ok(z) = TorchZip::open(w) {

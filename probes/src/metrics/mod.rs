@@ -350,19 +350,9 @@ pub fn read_metrics_file(path: &Path) -> Result<Vec<Series>> {
 
 /// Guess a metric log's format from its first bytes.
 fn sniff(path: &Path) -> Result<MetricFormat> {
-    use std::io::Read;
-    let mut head = [0u8; 512];
-    let mut f = crate::limits::open_regular(path)?;
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(head.get_mut(n..).unwrap_or(&mut [])) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(ReadError::io(path, e)),
-        }
-    }
-    let head = head.get(..n).unwrap_or(&[]);
+    let head = crate::limits::read_head(path, 512)?;
+    let n = head.len();
+    let head = head.as_slice();
     if n == 0 {
         return Err(ReadError::empty(path, "empty file"));
     }

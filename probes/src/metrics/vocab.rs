@@ -6,7 +6,6 @@
 //! removed; `*` matches any characters but `/`, `{n}` a number and `{part}` one of the rule's
 //! `parts`, both carried into the meaning.
 
-use std::borrow::Cow;
 use std::sync::{OnceLock, RwLock};
 
 /// One rule as the YAML states it.
@@ -223,40 +222,32 @@ fn match_here<'p>(p: &'p str, t: &str, r: &MetricRule, caps: &mut Vec<(&'p str, 
 }
 
 /// Rules a user's playbook adds (consulted before the shipped ones).
-static USER: RwLock<Vec<MetricRule>> = RwLock::new(Vec::new());
+static USER: RwLock<Vocabulary> = RwLock::new(Vocabulary { rules: Vec::new() });
 
 /// Adds a user's rules for every later read in this process (`--playbook DIR/metrics.yaml`).
 pub fn install_user_rules(rules: Vec<MetricRule>) {
     if let Ok(mut g) = USER.write() {
-        g.extend(rules);
+        g.rules.extend(rules);
     }
 }
 
 /// The meaning of a logged tag: the user's rules, then the shipped vocabulary, then the tag
 /// itself (lowercased, trimmed).
 pub fn canonical_name(tag: &str) -> String {
-    if let Ok(g) = USER.read() {
-        if !g.is_empty() {
-            let user = Vocabulary { rules: g.clone() };
-            if let Some(m) = user.canonical(tag) {
-                return m;
-            }
-        }
+    if let Some(m) = USER.read().ok().and_then(|user| user.canonical(tag)) {
+        return m;
     }
-    match Vocabulary::shipped().canonical(tag) {
-        Some(m) => m,
-        None => Cow::<str>::Owned(tag.trim().to_lowercase()).into_owned(),
-    }
+    Vocabulary::shipped()
+        .canonical(tag)
+        .unwrap_or_else(|| tag.trim().to_lowercase())
 }
 
-/// The loss a canonical name is a part of, by the shipped and user rules.
+/// The loss a canonical name is a part of, by the user's and the shipped rules.
 pub fn part_of(canonical: &str) -> Option<String> {
-    if let Ok(g) = USER.read() {
-        if let Some(w) = (Vocabulary { rules: g.clone() }).part_of(canonical) {
-            return Some(w);
-        }
-    }
-    Vocabulary::shipped().part_of(canonical)
+    USER.read()
+        .ok()
+        .and_then(|user| user.part_of(canonical))
+        .or_else(|| Vocabulary::shipped().part_of(canonical))
 }
 
 #[cfg(test)]

@@ -255,7 +255,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
     for c in &mut out {
         // (A single-file checkpoint was already read above.)
         if c.optimizer.is_none() && c.weights.len() == 1 && c.path != c.weights[0] {
-            let kind = run_kind(run, &c.weights[0]);
+            let kind = run.kind_of(&c.weights[0]);
             if embedded(&c.weights[0], kind).has_optimizer {
                 c.optimizer = Some(c.weights[0].clone());
             }
@@ -325,20 +325,6 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
     attach_vecnormalize(run, &mut out);
     out.sort_by(|a, b| (a.step, a.is_final, &a.path).cmp(&(b.step, b.is_final, &b.path)));
     (out, set_aside)
-}
-
-/// The kind discovery gave a file. `Run::discover` sorts the artifacts by path before it
-/// groups checkpoints, so this is a binary search (a linear one per checkpoint made a run of
-/// 10,000 checkpoints quadratic: 17 s).
-fn run_kind(run: &Run, p: &Path) -> ArtifactKind {
-    match run.artifacts.binary_search_by(|a| a.path.as_path().cmp(p)) {
-        Ok(i) => run.artifacts.get(i).map_or(ArtifactKind::Other, |a| a.kind),
-        Err(_) => run
-            .artifacts
-            .iter()
-            .find(|a| a.path == p)
-            .map_or(ArtifactKind::Other, |a| a.kind),
-    }
 }
 
 /// A file that is a whole checkpoint by itself: a torch file or SB3 archive that states its

@@ -340,6 +340,17 @@ impl Run {
         self.artifacts.iter().filter(|a| a.kind == kind).collect()
     }
 
+    /// The kind discovery gave the file at `p` (`Other` when it is not one of the run's).
+    /// The artifacts are sorted by path, so this is a binary search: a scan per checkpoint
+    /// made a run of 10,000 checkpoints quadratic.
+    pub fn kind_of(&self, p: &Path) -> ArtifactKind {
+        self.artifacts
+            .binary_search_by(|a| a.path.as_path().cmp(p))
+            .ok()
+            .and_then(|i| self.artifacts.get(i))
+            .map_or(ArtifactKind::Other, |a| a.kind)
+    }
+
     /// Dumped batches.
     pub fn batches(&self) -> Vec<&Artifact> {
         self.of_kind(ArtifactKind::Batch)

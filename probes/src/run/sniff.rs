@@ -3,12 +3,11 @@
 //! run config in YAML. Only files with a text-like extension (or none) are opened, and only
 //! their first 8 KiB are read.
 
-use std::io::Read;
 use std::path::Path;
 
 use super::ArtifactKind;
 
-const HEAD: usize = 8 << 10;
+const HEAD: u64 = 8 << 10;
 
 /// The kind a text file's content says it is, when its name did not.
 pub(super) fn text_kind(path: &Path, name: &str) -> Option<ArtifactKind> {
@@ -20,7 +19,7 @@ pub(super) fn text_kind(path: &Path, name: &str) -> Option<ArtifactKind> {
     ) {
         return None;
     }
-    let head = read_head(path)?;
+    let head = crate::limits::read_head(path, HEAD).ok()?;
     // A multi-byte character cut at the end of the head is not a reason to refuse the file.
     let valid = match std::str::from_utf8(&head) {
         Ok(_) => head.len(),
@@ -35,22 +34,6 @@ pub(super) fn text_kind(path: &Path, name: &str) -> Option<ArtifactKind> {
         return Some(ArtifactKind::HParams);
     }
     None
-}
-
-fn read_head(path: &Path) -> Option<Vec<u8>> {
-    let mut f = crate::limits::open_regular(path).ok()?;
-    let mut buf = vec![0u8; HEAD];
-    let mut n = 0;
-    while n < HEAD {
-        match f.read(buf.get_mut(n..)?) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    buf.truncate(n);
-    Some(buf)
 }
 
 /// The first complete lines are JSON objects with numbers, one of which means a training

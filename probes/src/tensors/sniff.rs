@@ -3,7 +3,6 @@
 //! legacy (pre-1.6) torch pickle, an SB3 VecNormalize pickle. Reads the first 4 KiB and, for a
 //! zip, only its central directory (member names; nothing is decompressed).
 
-use std::io::Read;
 use std::path::Path;
 
 use super::torchzip::{map_file, read_directory};
@@ -37,13 +36,10 @@ const LEGACY_TORCH: &[u8] = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x
 
 /// Sniffs `path`; unreadable files are [`Sniffed::Unknown`] (readers report why later).
 pub fn sniff(path: &Path) -> Sniffed {
-    let mut head = Vec::with_capacity(4096);
-    let Ok(f) = crate::limits::open_regular(path) else {
-        return Sniffed::Unknown;
+    let head = match crate::limits::read_head(path, 4096) {
+        Ok(h) if !h.is_empty() => h,
+        _ => return Sniffed::Unknown,
     };
-    if f.take(4096).read_to_end(&mut head).is_err() || head.is_empty() {
-        return Sniffed::Unknown;
-    }
     if head.starts_with(b"PK\x03\x04") {
         return sniff_zip(path);
     }

@@ -204,26 +204,15 @@ pub fn eos_target(ctx: &ProbeCtx) -> Vec<Verdict> {
             .evidence(b.ev(&lab.name))
             .value("rows", rows as f64)
             .value("rows_with_eos", with_eos as f64);
-        Some(if with_eos == 0 && rows >= min_rows {
-            Verdict {
-                status: Status::Fail,
-                outcome: "no_eos".into(),
-                message: "no completion in this batch keeps an EOS in its labels: the model is never taught to stop, so it generates until max_new_tokens — append tokenizer.eos_token to each completion (or let the chat template add it) and mask pads by attention_mask, not by pad_token_id == eos_token_id (which also masks the real EOS, see L3)".into(),
-                ..v
-            }
-        } else if with_eos == 0 {
-            Verdict {
-                status: Status::Skip,
-                outcome: "skip".into(),
-                message: format!("fewer than {min_rows} SFT rows to judge"),
-                ..v
-            }
-        } else {
-            Verdict {
-                message: "completions keep their EOS in the loss".into(),
-                ..v
-            }
-        })
+        Some(eos_verdict(
+            v,
+            with_eos,
+            rows,
+            min_rows,
+            "no completion in this batch keeps an EOS in its labels: the model is never taught to stop, so it generates until max_new_tokens — append tokenizer.eos_token to each completion (or let the chat template add it) and mask pads by attention_mask, not by pad_token_id == eos_token_id (which also masks the real EOS, see L3)".into(),
+            "SFT rows",
+            "completions keep their EOS in the loss",
+        ))
     })
 }
 
@@ -280,26 +269,48 @@ fn seq2seq_eos(
         .evidence(b.ev(&labels.name))
         .value("rows", rows as f64)
         .value("rows_with_eos", with_eos as f64);
-    Some(if with_eos == 0 && rows >= min_rows {
+    Some(eos_verdict(
+        v,
+        with_eos,
+        rows,
+        min_rows,
+        format!("no decoder target in this batch ends in EOS ({ids}): the decoder is never taught to stop, so generation runs to max_length — tokenise the targets with their special tokens (text_target=…, add_special_tokens=True; T5/BART tokenizers append </s>) and keep the EOS unmasked"),
+        "target rows",
+        "decoder targets end in EOS",
+    ))
+}
+
+/// G1's verdict from the rows that keep their EOS: none of at least `min_rows` fails with
+/// `fail_msg`, too few rows skip, any row with an EOS passes.
+fn eos_verdict(
+    v: Verdict,
+    with_eos: usize,
+    rows: usize,
+    min_rows: usize,
+    fail_msg: String,
+    what_rows: &str,
+    pass_msg: &str,
+) -> Verdict {
+    if with_eos == 0 && rows >= min_rows {
         Verdict {
             status: Status::Fail,
             outcome: "no_eos".into(),
-            message: format!("no decoder target in this batch ends in EOS ({ids}): the decoder is never taught to stop, so generation runs to max_length — tokenise the targets with their special tokens (text_target=…, add_special_tokens=True; T5/BART tokenizers append </s>) and keep the EOS unmasked"),
+            message: fail_msg,
             ..v
         }
     } else if with_eos == 0 {
         Verdict {
             status: Status::Skip,
             outcome: "skip".into(),
-            message: format!("fewer than {min_rows} target rows to judge"),
+            message: format!("fewer than {min_rows} {what_rows} to judge"),
             ..v
         }
     } else {
         Verdict {
-            message: "decoder targets end in EOS".into(),
+            message: pass_msg.into(),
             ..v
         }
-    })
+    }
 }
 
 pub(super) const IMAGE_PRESENCE: ProbeSpec = ProbeSpec {

@@ -81,12 +81,10 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
     // (each rollout of n_steps feeds n_epochs × n_steps / batch_size optimizer steps).
     let counts_steps = c.is_some_and(|c| {
         c.unit == crate::run::IndexUnit::Step
-            && !c.weights.iter().any(|w| {
-                ctx.run
-                    .artifacts
-                    .iter()
-                    .any(|a| &a.path == w && a.kind == crate::run::ArtifactKind::Sb3Model)
-            })
+            && !c
+                .weights
+                .iter()
+                .any(|w| ctx.run.kind_of(w) == crate::run::ArtifactKind::Sb3Model)
     });
     let (run_step, src) = match (
         ts_step,
