@@ -28,6 +28,11 @@ pub struct Finding {
     /// Tree nodes (`tree/node`) that ask this probe's question.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
+    /// For a pass on an entry another probe failed or warned: that probe. One entry has one
+    /// verdict — the worst — and this pass is shown as context under it, never beside it as
+    /// a contradicting "pass".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_for: Option<String>,
     #[serde(skip)]
     pub priority: i32,
 }
@@ -61,14 +66,57 @@ impl Finding {
             outcome: v.outcome,
             explained_by: Vec::new(),
             nodes,
+            context_for: None,
             priority,
         }
     }
 }
 
 /// Order findings: fail < warn < pass < skip; within a status, a failing probe that explains
-/// another goes first, then by playbook priority, then by id. Annotates `explained_by`.
-pub fn order(cat: &Catalog, findings: &mut [Finding]) {
+/// another goes first, then by playbook priority, then by id. Annotates `explained_by`, and
+/// marks each pass on an entry that another probe failed or warned as that verdict's context
+/// (`context_for`), placed right after it.
+pub fn order(cat: &Catalog, findings: &mut Vec<Finding>) {
+    order_by_cause(cat, findings);
+    fold_passes_into_entry_verdicts(findings);
+}
+
+/// One verdict per entry: a pass whose entry another probe failed or warned is re-placed
+/// right after the worst finding of that entry and marked as its context.
+fn fold_passes_into_entry_verdicts(findings: &mut Vec<Finding>) {
+    let mut worst: HashMap<String, String> = HashMap::new();
+    for f in findings.iter() {
+        if matches!(f.status, Status::Fail | Status::Warn) {
+            // Sorted worst first: the first bad finding of an entry is its verdict.
+            worst.entry(f.id.clone()).or_insert_with(|| f.probe.clone());
+        }
+    }
+    if worst.is_empty() {
+        return;
+    }
+    let mut context: Vec<Finding> = Vec::new();
+    let mut rest: Vec<Finding> = Vec::with_capacity(findings.len());
+    for mut f in findings.drain(..) {
+        match worst.get(&f.id) {
+            Some(p) if f.status == Status::Pass => {
+                f.context_for = Some(p.clone());
+                context.push(f);
+            }
+            _ => rest.push(f),
+        }
+    }
+    for f in rest {
+        let anchor =
+            matches!(f.status, Status::Fail | Status::Warn) && worst.get(&f.id) == Some(&f.probe);
+        let id = f.id.clone();
+        findings.push(f);
+        if anchor {
+            findings.extend(context.iter().filter(|c| c.id == id).cloned());
+        }
+    }
+}
+
+fn order_by_cause(cat: &Catalog, findings: &mut [Finding]) {
     let bad: HashSet<&str> = findings
         .iter()
         .filter(|f| matches!(f.status, Status::Fail | Status::Warn))

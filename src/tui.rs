@@ -72,6 +72,29 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
     let (tx, rx) = mpsc::channel::<Event>();
     let runner = LiveRunner::new(cat.clone(), opts.run.clone()).with_device(opts.device);
     let worker = Worker::spawn(Box::new(runner), tx.clone());
+    // Follow mode: a thread re-reads the attached run every second (`app/follow.rs`).
+    let follow_stop = Arc::new(AtomicBool::new(false));
+    if let Some(path) = opts.run.clone() {
+        let (tx, cat, facts, stop) = (
+            tx.clone(),
+            cat.clone(),
+            opts.facts.clone(),
+            follow_stop.clone(),
+        );
+        let device = opts.device;
+        std::thread::spawn(move || {
+            let compute = mltriage_probes::device::Compute::select(device);
+            crate::triage::watch::follow_loop(
+                cat,
+                path,
+                facts,
+                compute,
+                Duration::from_secs(1),
+                stop,
+                |up| tx.send(Event::Follow(Box::new(up))).is_ok(),
+            );
+        });
+    }
     // Tensor views (the weight histogram) get their own worker: never behind a `check`.
     let views = Worker::spawn(Box::new(LiveRunner::new(cat, opts.run.clone())), tx.clone());
 
@@ -130,6 +153,7 @@ pub fn run(cat: Catalog, opts: TuiOptions) -> anyhow::Result<i32> {
         Ok(())
     })();
     stop.store(true, Ordering::Relaxed);
+    follow_stop.store(true, Ordering::Relaxed);
     abort::uninstall();
     let _ = crossterm::execute!(std::io::stdout(), ct::DisableBracketedPaste);
     ratatui::restore();

@@ -743,3 +743,98 @@ fn check_leads_with_what_matters() {
         "{text}"
     );
 }
+
+// ---- issue 30: inputs, and what `check` prints -------------------------------------------
+
+#[test]
+fn a_run_path_that_does_not_exist_is_a_one_line_error_even_through_a_pipe() {
+    // stdout is not a terminal here (assert_cmd pipes it), as in `mltriage RUN | cat`.
+    let out = mlt().arg("/no/such/run").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "printed the catalog");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("/no/such/run") && err.contains("no such file"),
+        "{err}"
+    );
+    // An existing run without a terminal says what works instead of listing the catalog.
+    let out = mlt().arg(fixture("lm_bad_init")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mltriage check"));
+}
+
+#[test]
+fn check_of_a_single_config_file_says_what_was_given_and_what_to_give() {
+    let cfg = format!(
+        "{}/tests/field/hf_healthy/checkpoint-300/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = mlt().args(["check", &cfg]).output().unwrap();
+    // Nothing at all could be judged: an input error (DESIGN §4.5), not "0 fail".
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("config.json: a model config on its own"),
+        "{err}"
+    );
+    assert!(err.contains("run's folder"), "{err}");
+}
+
+#[test]
+fn check_ascii_writes_only_ascii_and_plus_minus() {
+    let out = mlt()
+        .args(["check", &fixture("lm_bad_init"), "--ascii"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.is_ascii(), "non-ASCII in --ascii output");
+    assert!(text.contains("+/-"), "{text}");
+    // JSON keeps its characters.
+    let out = mlt()
+        .args(["check", &fixture("lm_bad_init"), "--ascii", "--json"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains('±'));
+}
+
+#[test]
+fn check_lines_fit_the_width_so_numbers_never_wrap_mid_digit() {
+    // Not a terminal: plain output is laid out for 100 columns.
+    for run in ["lm_bad_init", "hf_healthy", "lm_healthy_tb"] {
+        let out = mlt().args(["check", &fixture(run)]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        for l in text.lines() {
+            let n = l.chars().count();
+            // A single unbreakable word (a long path) may exceed it; nothing else does.
+            assert!(
+                n <= 100 || l.split_whitespace().count() == 1,
+                "{run}: {n} columns: {l}"
+            );
+        }
+    }
+}
+
+#[test]
+fn walk_from_route_steps_state_the_runs_answer_and_where_it_leads() {
+    let out = mlt()
+        .args(["walk", "--from", "stability/q2_1", &fixture("lm_bad_init")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // q1_1's probe said high: never shown as "pass".
+    assert!(text.contains("→ high (route takes pass)"), "{text}");
+    assert!(
+        text.contains("the run's answers lead elsewhere: at q1_1"),
+        "{text}"
+    );
+    // A clean run in colour does not print "0 fail" in bold red.
+    let out = mlt()
+        .args(["check", "--color", "always", &fixture("hf_healthy")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("\x1b[1;31m"), "{text}");
+}

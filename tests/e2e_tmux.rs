@@ -279,10 +279,21 @@ fn tui_in_tmux_symptom_to_conclusion_with_probes_and_export() {
     tmux.literal("w");
     // The walk starts at the init-weights question, the step-0 loss above it answered by
     // the run, and the probe's verdict and histogram on screen.
+    // At 80×24 the measured value comes first; the proposed branch is below, j scrolls to it.
     let s = tmux.wait_for("the probe's verdict", |s| {
-        s.contains("q1_1_init") && s.contains("proposed branch: too_large")
+        s.contains("q1_1_init") && s.contains("fail measured worst std")
     });
     assert!(s.contains("1 answered by the run"), "{s}");
+    for _ in 0..40 {
+        if tmux.screen().contains("proposed branch: too_large") {
+            break;
+        }
+        tmux.keys(&["j"]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    tmux.wait_for("the proposed branch", |s| {
+        s.contains("proposed branch: too_large")
+    });
     tmux.keys(&["Enter"]);
     tmux.wait_for("the conclusion", |s| s.contains("Conclusion: S5.1"));
     tmux.literal("e");
@@ -290,6 +301,181 @@ fn tui_in_tmux_symptom_to_conclusion_with_probes_and_export() {
     assert!(md.contains("S5.1"), "{md}");
     assert!(md.contains("init_weight_stats"), "{md}");
     assert!(md.contains("q1_1"), "{md}");
+    tmux.literal("q");
+    assert_eq!(wait_file(&exit_file).trim(), "EXIT=0");
+}
+
+/// Charts of a run's own series: a DPO run and a Lightning run open on the run screen, the
+/// series picker (`s`) filters every series the run logs, Enter draws the chosen one
+/// (`rewards/margins`, a Lightning per-layer `grad_2.0_norm/…`), the default charts show the
+/// series the probes read (`grad_2.0_norm_total`, `lr-AdamW/pg1`), then a walk starts from
+/// the selected finding and `q` leaves with the terminal restored.
+#[test]
+fn tui_in_tmux_charts_of_a_dpo_and_a_lightning_run() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("note: tmux is not installed; skipping the end-to-end TUI test");
+        return;
+    }
+    let field = format!("{}/tests/field", env!("CARGO_MANIFEST_DIR"));
+    let cases: [(&str, &str, &str, &[&str]); 2] = [
+        (
+            "trl_dpo_healthy",
+            "margins",
+            "rewards/margins (20 pts",
+            &["rewards/margins"],
+        ),
+        (
+            "lightning_healthy",
+            "wte",
+            "grad_2.0_norm/model.transformer.wte.weight (30 pts",
+            &["grad_2.0_norm_total", "lr-AdamW/pg1"],
+        ),
+    ];
+    for (i, (name, filter, drawn, own)) in cases.into_iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        let exit_file = dir.path().join("exit");
+        let bin = env!("CARGO_BIN_EXE_mltriage");
+        let script = format!(
+            "cd '{d}' && XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}/state' '{bin}' '{field}/{name}'; echo EXIT=$? > '{ex}'; sleep 20",
+            d = dir.path().display(),
+            ex = exit_file.display()
+        );
+        let tmux = Tmux {
+            socket: format!("mltriage-e2e-charts-{}-{i}", std::process::id()),
+        };
+        let out = tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            "120",
+            "-y",
+            "36",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux.cmd(&["set", "-s", "escape-time", "0"]);
+        tmux.wait_for("the findings", |s| {
+            s.contains("Findings") && !s.contains("reading the run")
+        });
+        tmux.literal("r");
+        let s = tmux.wait_for("the run screen's charts", |s| {
+            s.contains("mltriage › run") && s.contains("loss (")
+        });
+        if name == "lightning_healthy" {
+            for o in own {
+                assert!(s.contains(o), "{name}: {o} missing:\n{s}");
+            }
+            assert!(!s.contains("not logged"), "{name}:\n{s}");
+        }
+        tmux.literal("s");
+        tmux.wait_for("the series picker", |s| s.contains("Series ("));
+        tmux.literal(filter);
+        tmux.wait_for("the filtered list", |s| s.contains("Series (1)"));
+        tmux.keys(&["Enter"]);
+        let s = tmux.wait_for("the chosen series drawn", |s| {
+            s.contains(drawn) && !s.contains("Series (")
+        });
+        if name == "trl_dpo_healthy" {
+            for o in own {
+                assert!(s.contains(o), "{name}: {o} missing:\n{s}");
+            }
+            assert!(!s.contains("ln V ="), "{name}:\n{s}");
+        }
+        // Walk from the selected finding, then quit.
+        tmux.keys(&["Tab"]);
+        tmux.literal("w");
+        tmux.wait_for("the walk", |s| s.contains("mltriage › walk"));
+        tmux.literal("q");
+        assert_eq!(wait_file(&exit_file).trim(), "EXIT=0", "{name}");
+        let on = String::from_utf8_lossy(
+            &tmux
+                .cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"])
+                .stdout,
+        )
+        .trim()
+        .to_string();
+        assert_eq!(on, "0", "{name}: the terminal is restored");
+    }
+}
+
+/// Follow mode in a real terminal: the TUI opened on a run that is still being written shows
+/// the newest step in its header as lines are appended, `F` pauses and resumes, and quitting
+/// restores the terminal.
+#[test]
+fn tui_in_tmux_follows_a_run_being_written() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("note: tmux is not installed; skipping the end-to-end TUI test");
+        return;
+    }
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let log = run.join("metrics.jsonl");
+    let line = |s: u64| {
+        let loss = 4.0 - (s as f64) * 0.001;
+        format!(
+            "{{\"step\": {s}, \"loss\": {loss}, \"learning_rate\": 0.001, \"grad_norm\": 1.0}}\n"
+        )
+    };
+    std::fs::write(&log, (1..=50).map(line).collect::<String>()).unwrap();
+    let exit_file = dir.path().join("exit");
+    let bin = env!("CARGO_BIN_EXE_mltriage");
+    let script = format!(
+        "cd '{d}' && XDG_CONFIG_HOME='{d}' '{bin}' '{run}'; echo EXIT=$? > '{ex}'",
+        d = dir.path().display(),
+        run = run.display(),
+        ex = exit_file.display()
+    );
+    let tmux = Tmux {
+        socket: format!("mltriage-e2e-follow-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.cmd(&["set", "-s", "escape-time", "0"]);
+    tmux.wait_for("the header's step 50", |s| s.contains("step 50 "));
+    // The trainer goes on: new lines reach the header within a few polls.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    f.write_all((51..=120).map(line).collect::<String>().as_bytes())
+        .unwrap();
+    f.flush().unwrap();
+    tmux.wait_for("the header's step 120", |s| {
+        s.contains("following") && s.contains("step 120 ")
+    });
+    // Paused, new steps wait; resumed, they show.
+    tmux.literal("F");
+    tmux.wait_for("follow paused", |s| s.contains("follow paused"));
+    f.write_all((121..=150).map(line).collect::<String>().as_bytes())
+        .unwrap();
+    f.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!tmux.screen().contains("step 150 "), "{}", tmux.screen());
+    tmux.literal("F");
+    tmux.wait_for("the header's step 150", |s| s.contains("step 150 "));
     tmux.literal("q");
     assert_eq!(wait_file(&exit_file).trim(), "EXIT=0");
 }

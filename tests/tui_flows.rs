@@ -606,3 +606,43 @@ fn a_huge_paste_searches_once_and_the_query_is_capped() {
     assert_eq!(a.screen, Screen::Search);
     assert_eq!(a.search.results.first().map(|r| r.id.as_str()), Some("V3"));
 }
+
+// ---- issue 30: words on the search screen and the first-run overlay -----------------------
+
+#[test]
+fn fuzzy_empty_result_does_not_offer_fuzzy_and_a_kept_query_says_ctrl_u() {
+    let mut h = headless(app(), scripted(None));
+    h.key(KeyCode::Char('/')).typ("qqqzzzxxx");
+    h.key(KeyCode::Tab);
+    assert!(h.app.search.fuzzy);
+    let s = screen_text(&h.app, 100, 24);
+    assert!(!s.contains("Tab for the fuzzy"), "{s}");
+    assert!(s.contains("Tab for the full-text"), "{s}");
+    // Leave and come back with `/`: the old query is kept, and the status says ctrl-u.
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('/'));
+    let st = h.app.status.clone().unwrap_or_default().0;
+    assert!(st.contains("ctrl-u clears"), "{st}");
+}
+
+#[test]
+fn first_run_overlay_says_esc_closes_and_other_keys_act() {
+    let a = app();
+    let s = screen_text(&a, 100, 30);
+    assert!(s.contains("Esc closes this"), "{s}");
+    assert!(!s.contains("any key closes"), "{s}");
+}
+
+#[test]
+fn a_single_config_file_says_what_was_given_in_the_header() {
+    let cfg = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/field/hf_healthy/checkpoint-300/config.json"
+    ));
+    let a = app_with(Some(cfg.clone()), Theme::default(), None);
+    let mut h = headless(a, Box::new(LiveRunner::new(catalog(), Some(cfg))));
+    h.settle();
+    let s = screen_text(&h.app, 200, 24);
+    assert!(!s.contains("steps ≤ ?"), "{s}");
+    assert!(s.contains("a single file"), "{s}");
+}

@@ -10,6 +10,7 @@ pub mod config;
 pub mod device;
 pub mod error;
 pub mod facts;
+pub mod follow;
 pub mod fuzzing;
 pub mod limits;
 pub mod metrics;

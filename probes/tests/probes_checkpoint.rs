@@ -721,8 +721,8 @@ fn ema_missing_in_a_diffusion_run_and_identical_ema() {
     let v = one("ema_weights", d.path(), &["domain=diffusion"]);
     assert_eq!(
         (v.entry.as_str(), v.status, v.outcome.as_str()),
-        ("DF2", Status::Pass, "missing"),
-        "a run trained without EMA is a choice: no warn, but the walk's `missing` branch: {v:#?}"
+        ("DF2", Status::Skip, "missing"),
+        "a run trained without EMA is a choice the artifacts cannot judge: skip (not pass, not warn), outcome `missing`: {v:#?}"
     );
     assert_eq!(one("ema_weights", d.path(), &[]).status, Status::Skip);
 
@@ -1478,4 +1478,43 @@ fn fixture_other_bugged_runs_only_fail_where_expected() {
             }
         }
     }
+}
+
+#[test]
+fn update_ratio_is_held_at_the_lr_the_interval_had() {
+    // Small moves between steps 1000 and 2000: per-step ratio ∈ [1e-6, 3.2e-5], under the 1e-4
+    // band. With no LR logged that is a warning; where the logged LR had decayed to 1% of its
+    // peak over that interval (a cosine tail), the band is held at that LR and it passes.
+    let a = randn(256, 0.05, 1);
+    let save = |root: &Path| {
+        ckpt(root, 1000, &[t("l1.weight", &[16, 16], a.clone())]);
+        ckpt(
+            root,
+            2000,
+            &[t(
+                "l1.weight",
+                &[16, 16],
+                a.iter().map(|x| x * 1.001).collect(),
+            )],
+        );
+    };
+    let d = tempfile::tempdir().unwrap();
+    save(d.path());
+    let v = one("update_ratio", d.path(), &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "low"),
+        "{v:#?}"
+    );
+
+    let d = tempfile::tempdir().unwrap();
+    save(d.path());
+    let mut log = String::new();
+    for s in (10..=2000).step_by(10) {
+        let lr = if s <= 1000 { 1e-3 } else { 1e-5 };
+        log.push_str(&format!("{{\"step\": {s}, \"learning_rate\": {lr}}}\n"));
+    }
+    std::fs::write(d.path().join("metrics.jsonl"), log).unwrap();
+    let v = one("update_ratio", d.path(), &[]);
+    assert_eq!(v.status, Status::Pass, "{v:#?}");
 }

@@ -139,7 +139,8 @@ fn lone_model_folder_has_no_step_and_is_not_the_init() {
         .collect();
     assert_eq!(flags, vec![(true, false), (false, true)]);
 
-    // An explicit checkpoint-0 is the init; the final model then gets step max + 1.
+    // An explicit checkpoint-0 is the init; it says nothing of where training stopped, so the
+    // final model's step stays unknown (not 1: a per-step ratio over "steps 0..1" would be false).
     let d = tempfile::tempdir().unwrap();
     write(&d.path().join("checkpoint-0/model.safetensors"), b"x");
     write(&d.path().join("model.safetensors"), b"y");
@@ -149,7 +150,7 @@ fn lone_model_folder_has_no_step_and_is_not_the_init() {
         .iter()
         .map(|c| (c.step, c.is_init, c.step_unknown))
         .collect();
-    assert_eq!(steps, vec![(0, true, false), (1, false, false)]);
+    assert_eq!(steps, vec![(0, true, false), (0, false, true)]);
     // The same bytes as the init: a copy of it, set aside, never a step.
     write(&d.path().join("model.safetensors"), b"x");
     let run = Run::discover(d.path()).unwrap();

@@ -32,11 +32,14 @@ pub enum Action {
     ToggleFuzzy,
     CycleDomain,
     WalkFrom,
+    Series,
+    LogScale,
+    Follow,
 }
 
 impl Action {
     /// Every action with its config-file name and a one-line description (help overlay).
-    pub const ALL: [(Action, &'static str); 23] = [
+    pub const ALL: [(Action, &'static str); 26] = [
         (Action::Quit, "quit"),
         (Action::Back, "back"),
         (Action::Up, "up"),
@@ -60,6 +63,9 @@ impl Action {
         (Action::ToggleFuzzy, "toggle_fuzzy"),
         (Action::CycleDomain, "domain"),
         (Action::WalkFrom, "walk_from"),
+        (Action::Series, "series"),
+        (Action::LogScale, "log_scale"),
+        (Action::Follow, "follow"),
     ];
 
     pub fn name(self) -> &'static str {
@@ -194,7 +200,7 @@ pub struct Keymap {
 impl Default for Keymap {
     fn default() -> Self {
         use KeyCode::*;
-        let pairs: [(Key, Action); 31] = [
+        let pairs: [(Key, Action); 34] = [
             (Key::ch('q'), Action::Quit),
             (Key::plain(Esc), Action::Back),
             (Key::ch('k'), Action::Up),
@@ -226,6 +232,9 @@ impl Default for Keymap {
             (Key::ch('E'), Action::ExportJson),
             (Key::ch('d'), Action::CycleDomain),
             (Key::ch('w'), Action::WalkFrom),
+            (Key::ch('s'), Action::Series),
+            (Key::ch('L'), Action::LogScale),
+            (Key::ch('F'), Action::Follow),
         ];
         Keymap {
             map: pairs.into_iter().collect(),

@@ -44,6 +44,18 @@ impl App {
         self.entry.pane = 0;
         self.entry.link_sel = 0;
         self.entry.finding_sel = 0;
+        // With a run attached, its verdict for this entry is on the page at once (`c` runs
+        // the entry's probes again).
+        let on_run: Vec<Finding> = self
+            .run
+            .findings
+            .iter()
+            .filter(|f| f.id == id)
+            .cloned()
+            .collect();
+        if !on_run.is_empty() {
+            self.entry.checked = Some((id.clone(), on_run));
+        }
         self.go(Screen::Entry(id));
     }
 

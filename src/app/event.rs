@@ -19,4 +19,6 @@ pub enum Event {
     ProbeProgress(JobId, u8),
     /// A background job finished (or was cancelled).
     ProbeDone(JobId, JobOutput),
+    /// The follower thread re-read the attached run (follow mode).
+    Follow(Box<crate::triage::watch::FollowUpdate>),
 }

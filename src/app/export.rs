@@ -51,25 +51,54 @@ fn conclusion(cat: &Catalog, walk: &Walk) -> Option<(String, String, String, Opt
     ))
 }
 
-pub fn to_json(cat: &Catalog, walk: &Walk, run: Option<&str>) -> serde_json::Value {
+/// A walk's transcript as JSON (`walk --json`'s shape, DESIGN §4.4, plus `facts`: the facts
+/// the user set in the session). A route step carries `via` (the branch the route takes)
+/// beside what the run said; an overridden step carries `proposed` (what the probe proposed).
+pub fn to_json(
+    cat: &Catalog,
+    walk: &Walk,
+    run: Option<&str>,
+    facts: &[(String, String)],
+) -> serde_json::Value {
     let path: Vec<_> = walk
         .path
         .iter()
         .map(|s| {
-            json!({"id": s.id, "question": s.question, "answer": s.answer,
-                   "measured": s.measured, "source": s.source.as_str()})
+            let mut v = json!({"id": s.id, "question": s.question, "answer": s.answer,
+                   "measured": s.measured, "source": s.source.as_str()});
+            if let Some(via) = &s.via {
+                v["via"] = json!(via);
+            }
+            if let Some(p) = &s.proposed {
+                v["proposed"] = json!(p);
+            }
+            v
         })
         .collect();
     let conclusion = conclusion(cat, walk)
         .map(|(id, title, fix, note)| json!({"id": id, "title": title, "fix": fix, "note": note}));
+    let facts: serde_json::Map<String, serde_json::Value> =
+        facts.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     json!({"tree": walk.tree.id, "run": run, "path": path, "at": walk.current,
-           "conclusion": conclusion, "from": walk.from})
+           "conclusion": conclusion, "from": walk.from, "facts": facts})
 }
 
-pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
+/// A walk's transcript as Markdown: the facts set, each step with what answered it (a skip
+/// with its reason, an override with what the probe proposed, a route step with what the run
+/// said and the branch the route takes), the conclusion and its fix.
+pub fn to_markdown(
+    cat: &Catalog,
+    walk: &Walk,
+    run: Option<&str>,
+    facts: &[(String, String)],
+) -> String {
     let mut s = format!("## mltriage walk: {}\n\n", walk.tree.title);
     if let Some(r) = run {
         s.push_str(&format!("Run: `{r}`\n\n"));
+    }
+    if !facts.is_empty() {
+        let list: Vec<String> = facts.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        s.push_str(&format!("Facts set: {}\n\n", list.join(", ")));
     }
     if let Some(f) = &walk.from {
         s.push_str(&format!(
@@ -85,11 +114,17 @@ pub fn to_markdown(cat: &Catalog, walk: &Walk, run: Option<&str>) -> String {
             i + 1,
             cell(&st.id),
             cell(&st.question),
-            cell(&st.answer),
-            if st.measured.is_empty() {
-                "—".into()
-            } else {
-                cell(&st.measured)
+            cell(&st.shown_answer()),
+            {
+                let mut m = if st.measured.is_empty() {
+                    "—".to_string()
+                } else {
+                    cell(&st.measured)
+                };
+                if let Some(p) = &st.proposed {
+                    m.push_str(&format!(" (overridden; the run proposed {})", cell(p)));
+                }
+                m
             },
             cell(&st.source.label())
         ));

@@ -9,12 +9,14 @@ pub mod action;
 mod entry;
 pub mod event;
 pub mod export;
+pub mod follow;
 mod headless;
 mod help;
 mod home;
 mod palette;
 mod run;
 mod search;
+pub mod series_picker;
 pub use search::MAX_QUERY_CHARS;
 mod walk;
 pub mod worker;
@@ -38,7 +40,7 @@ pub use headless::Headless;
 pub use home::{CatRow, HomeState};
 pub use palette::palette_completions;
 pub use run::RunState;
-pub use search::{ResultRow, SearchState};
+pub use search::{promote_by_run, run_verdicts, ResultRow, SearchState, PROMOTE_WITHIN};
 pub use walk::{node_chart, NodeChart, WalkState};
 
 /// Which screen is showing.
@@ -120,6 +122,10 @@ pub struct App {
     pub export_dir: PathBuf,
     /// Frame counter for the spinner while a job runs.
     pub ticks: u64,
+    /// Tensor bytes read for this app's jobs (the header's "reading tensors").
+    pub pass: worker::PassMeter,
+    /// Follow mode: the run re-read while it trains (`follow.rs`).
+    pub follow: follow::FollowState,
     next_job: JobId,
 }
 
@@ -150,6 +156,8 @@ impl App {
             should_quit: false,
             export_dir: opts.export_dir.unwrap_or_else(|| PathBuf::from(".")),
             ticks: 0,
+            pass: worker::PassMeter::default(),
+            follow: follow::FollowState::default(),
             next_job: 1,
         };
         if let Some(p) = opts.run {
@@ -288,11 +296,15 @@ impl App {
             }
             Event::Tick => {
                 self.ticks = self.ticks.wrapping_add(1);
-                !self.jobs.is_empty()
+                let snap = mltriage_probes::tensors::pass::progress().snapshot();
+                let meter = self.pass.observe(snap, !self.jobs.is_empty());
+                let follow = self.follow.available && self.follow_tick(std::time::Instant::now());
+                meter || follow || !self.jobs.is_empty()
             }
             Event::ProbeProgress(id, p) => {
                 if let Some(j) = self.jobs.iter_mut().find(|j| j.id == id) {
-                    j.progress = p;
+                    // A job's percentage never goes backwards.
+                    j.progress = j.progress.max(p);
                     return true;
                 }
                 false
@@ -301,6 +313,7 @@ impl App {
                 self.on_done(id, out);
                 true
             }
+            Event::Follow(up) => self.on_follow(*up, std::time::Instant::now()),
         }
     }
 
@@ -339,6 +352,8 @@ impl App {
                 self.run.loading = false;
                 self.run.summary = Some(*summary);
                 self.run.findings = findings;
+                // Results typed before the run was read get its marks and order now.
+                self.mark_results();
                 // Open on the findings, the worst selected: "walk from here" is one key away.
                 if self.screen == Screen::Home && !self.run.findings.is_empty() {
                     self.home.pane = 2;
@@ -407,6 +422,9 @@ impl App {
                 }
             }
             Overlay::None => {}
+        }
+        if self.series_picker_key(&k) {
+            return;
         }
         if self.screen == Screen::Walk && self.walk_fact_key(k.code, plain_char) {
             return;
@@ -488,10 +506,17 @@ impl App {
             }
             Action::Search => {
                 self.go(Screen::Search);
+                if !self.search.query.is_empty() {
+                    self.set_status(S::SEARCH_KEPT, false);
+                }
                 return;
             }
             Action::Home => {
                 self.go(Screen::Home);
+                return;
+            }
+            Action::Follow => {
+                self.toggle_follow();
                 return;
             }
             Action::RunScreen if self.screen != Screen::Search => {

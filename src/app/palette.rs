@@ -83,6 +83,10 @@ impl App {
                     if self.run.attached.is_some() {
                         self.submit(JobKind::Attach);
                     }
+                    // And the walk's nodes that use it are asked again.
+                    if self.screen == Screen::Walk {
+                        self.rerun_for_fact(k.trim());
+                    }
                 }
                 None => self.set_status(S::USAGE_FACT, true),
             },
@@ -94,9 +98,64 @@ impl App {
                     filter: String::new(),
                 }
             }
-            other => self.set_status(format!("{} {other:?}", S::UNKNOWN_COMMAND), true),
+            other => {
+                let mut msg = format!("{} {other:?}", S::UNKNOWN_COMMAND);
+                if let Some(m) = did_you_mean(other, COMMANDS.iter().copied()) {
+                    let tail = if rest.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", rest.join(" "))
+                    };
+                    msg.push_str(&format!(" — {} :{m}{tail}?", S::DID_YOU_MEAN));
+                }
+                self.set_status(msg, true)
+            }
         }
     }
+}
+
+/// The palette's command names (aliases included), for "did you mean".
+const COMMANDS: &[&str] = &[
+    "walk", "show", "open", "search", "export", "fact", "check", "run", "home", "help", "quit",
+];
+
+/// The closest of `names` to `typed` when it is a likely typo: at most 1 edit for words of
+/// up to 4 letters, 2 for longer ones (a swap of two neighbours counts as one edit).
+pub fn did_you_mean<'a>(typed: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let typed = typed.to_lowercase();
+    let limit = if typed.chars().count() <= 4 { 1 } else { 2 };
+    names
+        .map(|n| (edit_distance(&typed, &n.to_lowercase()), n))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Edit distance with adjacent transpositions (optimal string alignment).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let (n, m) = (a.len(), b.len());
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[n][m]
 }
 
 /// Palette commands and their arguments, for completion and display.
@@ -123,4 +182,21 @@ pub fn palette_completions(cat: &Catalog, input: &str) -> Vec<String> {
     all.into_iter()
         .filter(|c| c.starts_with(&q) || q.is_empty())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typos_of_commands_and_trees_find_their_word() {
+        assert_eq!(edit_distance("wlak", "walk"), 1);
+        assert_eq!(did_you_mean("wlak", COMMANDS.iter().copied()), Some("walk"));
+        let trees = ["stability", "convergence", "llm", "vision"];
+        assert_eq!(
+            did_you_mean("stablity", trees.iter().copied()),
+            Some("stability")
+        );
+        assert_eq!(did_you_mean("zzz", trees.iter().copied()), None);
+    }
 }

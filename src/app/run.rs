@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::series_picker::{Scale, SeriesPicker};
 use super::{Action, App};
 use crate::findings::Finding;
 use crate::look::strings as S;
@@ -30,6 +31,12 @@ pub struct RunState {
     pub hist: Option<TensorHist>,
     pub hist_job: Option<JobId>,
     pub hist_error: Option<String>,
+    /// The series picker, while open (`s`).
+    pub picker: Option<SeriesPicker>,
+    /// The series chosen in the picker (its canonical name): drawn first.
+    pub picked: Option<String>,
+    /// The charts' y scale (`L` cycles auto → log → linear).
+    pub scale: Scale,
 }
 
 impl RunState {
@@ -117,6 +124,8 @@ impl App {
                 }
             }
             Action::Check => self.request_check(),
+            Action::Series => self.open_series_picker(),
+            Action::LogScale => self.run.scale = self.run.scale.next(),
             _ => Self::move_sel(&mut self.run.sel, self.run.findings.len(), a),
         }
     }

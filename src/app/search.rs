@@ -1,10 +1,73 @@
 //! The search screen's state and keys: the query typed live, full-text (tantivy) or fuzzy
-//! id/title results, a domain filter; Enter opens the selected entry.
+//! id/title results, a domain filter; Enter opens the selected entry. With a run attached,
+//! hits whose entry fails or warns on the run rank first and every hit carries the run's
+//! verdict for its entry (`run_verdicts`, `promote_by_run`: `search --run` uses them too).
+
+use std::collections::HashMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use mltriage_probes::probe::Status;
 
 use super::{Action, App};
 use crate::catalog::Domain;
+use crate::findings::Finding;
+
+/// Hits this far down the list can be lifted by the run's verdict; below it the match is too
+/// weak for a failing probe to make it the answer.
+pub const PROMOTE_WITHIN: usize = 20;
+
+/// The run's verdict per entry: the worst status among its findings (fail, warn, pass); an
+/// entry whose probes all skipped has none.
+pub fn run_verdicts(findings: &[Finding]) -> HashMap<String, Status> {
+    let mut out: HashMap<String, Status> = HashMap::new();
+    for f in findings {
+        if f.status == Status::Skip {
+            continue;
+        }
+        let slot = out.entry(f.id.clone()).or_insert(f.status);
+        if severity(f.status) < severity(*slot) {
+            *slot = f.status;
+        }
+    }
+    out
+}
+
+fn severity(s: Status) -> u8 {
+    match s {
+        Status::Fail => 0,
+        Status::Warn => 1,
+        Status::Pass => 2,
+        Status::Skip => 3,
+    }
+}
+
+/// How close to the best hit's score a hit must be for the run's verdict to lift it: the run
+/// reorders answers to the question asked, it never lifts an entry the query barely touches
+/// ("mAP zero" does not open on a grad-norm entry because the run warns on it).
+pub const PROMOTE_MIN_SCORE: f32 = 0.5;
+
+/// Reorder hits (best first) so that, among the first [`PROMOTE_WITHIN`] whose score is at
+/// least [`PROMOTE_MIN_SCORE`] × the best, those whose entry fails on the run come first,
+/// then those that warn, each group in search order.
+pub fn promote_by_run<T>(
+    hits: &mut [T],
+    id: impl Fn(&T) -> &str,
+    score: impl Fn(&T) -> f32,
+    verdicts: &HashMap<String, Status>,
+) {
+    let best = hits.first().map(&score).unwrap_or(0.0);
+    let n = hits
+        .iter()
+        .take(PROMOTE_WITHIN)
+        .take_while(|h| best <= 0.0 || score(h) >= PROMOTE_MIN_SCORE * best)
+        .count();
+    let rank = |h: &T| match verdicts.get(id(h)) {
+        Some(Status::Fail) => 0u8,
+        Some(Status::Warn) => 1,
+        _ => 2,
+    };
+    hits[..n].sort_by_key(rank);
+}
 
 /// One search result row.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,6 +76,10 @@ pub struct ResultRow {
     /// Snippet (full-text) or `id title` (fuzzy) with byte ranges to highlight.
     pub text: String,
     pub highlights: Vec<(usize, usize)>,
+    /// The attached run's verdict for the entry (fail, warn, pass), if its probes judged it.
+    pub mark: Option<Status>,
+    /// The full-text score (0 for fuzzy rows): how relevant the row is to the query.
+    pub score: f32,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -138,6 +205,8 @@ impl App {
                         id,
                         text,
                         highlights,
+                        mark: None,
+                        score: 0.0,
                     }
                 })
                 .collect();
@@ -152,6 +221,8 @@ impl App {
                             id: h.id,
                             text: h.snippet.text,
                             highlights: h.snippet.highlights,
+                            mark: None,
+                            score: h.score,
                         })
                         .collect()
                 }
@@ -160,6 +231,28 @@ impl App {
                     self.search.error = Some(e.to_string());
                 }
             }
+        }
+        self.mark_results();
+    }
+
+    /// Put the attached run's verdicts on the results and, for full-text hits, lift the
+    /// entries that fail or warn on it to the top (called again when the run's findings
+    /// arrive).
+    pub(super) fn mark_results(&mut self) {
+        if self.run.findings.is_empty() {
+            return;
+        }
+        let verdicts = run_verdicts(&self.run.findings);
+        for r in &mut self.search.results {
+            r.mark = verdicts.get(&r.id).copied();
+        }
+        if !self.search.fuzzy {
+            promote_by_run(
+                &mut self.search.results,
+                |r| r.id.as_str(),
+                |r| r.score,
+                &verdicts,
+            );
         }
     }
 
@@ -195,5 +288,26 @@ impl App {
             }
             _ => Self::move_sel(&mut self.search.sel, n, a),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_lifts_only_hits_close_to_the_best() {
+        // (id, score): the run warns on S1.2, which matched one word of the query.
+        let mut hits = vec![("V3", 10.0f32), ("O4", 7.0), ("S3.1", 6.0), ("S1.2", 3.0)];
+        let verdicts: HashMap<String, Status> = [
+            ("S1.2".to_string(), Status::Warn),
+            ("S3.1".to_string(), Status::Fail),
+        ]
+        .into_iter()
+        .collect();
+        promote_by_run(&mut hits, |h| h.0, |h| h.1, &verdicts);
+        let ids: Vec<&str> = hits.iter().map(|h| h.0).collect();
+        // S3.1 (0.6 × the best) is lifted; S1.2 (0.3 × the best) stays where the query put it.
+        assert_eq!(ids, ["S3.1", "V3", "O4", "S1.2"]);
     }
 }

@@ -11,10 +11,10 @@ use super::{Action, App, Effect, Screen};
 use crate::catalog::{NodeDef, NodeKind};
 use crate::findings::Finding;
 use crate::look::strings as S;
-use crate::trees::{Source, Walk};
+use crate::trees::{Source, Step, Walk};
 use crate::triage::batch_rows::BatchRows;
 use crate::triage::jobs::{JobId, JobKind, JobOutput};
-use crate::triage::walk::{numeric_answer, propose_from_findings, walk_from};
+use crate::triage::walk::{numeric_answer, propose_from_findings, run_lead, walk_from, Lead};
 use crate::triage::weights::TensorHist;
 
 #[derive(Debug, Clone)]
@@ -35,6 +35,10 @@ pub struct WalkState {
     pub hist: Option<TensorHist>,
     pub rows: Option<BatchRows>,
     pub chart_error: Option<String>,
+    /// How far the node's text (a conclusion, long evidence) is scrolled (j/k).
+    pub scroll: u16,
+    /// At a choice node, the option the run's own findings lead to (preselected).
+    pub lead: Option<Lead>,
 }
 
 impl WalkState {
@@ -52,7 +56,21 @@ impl WalkState {
             hist: None,
             rows: None,
             chart_error: None,
+            scroll: 0,
+            lead: None,
         }
+    }
+
+    /// The first route step above a "walk from here" start where the run said something
+    /// other than the branch the route takes: (path index, what the run said).
+    pub fn run_disagrees(&self) -> Option<(usize, &Step)> {
+        let above = self.walk.from.as_ref().map_or(0, |f| f.above);
+        self.walk
+            .path
+            .iter()
+            .take(above)
+            .enumerate()
+            .find(|(_, s)| s.via.is_some() && !s.answer.is_empty() && s.answer != "skip")
     }
 }
 
@@ -157,7 +175,16 @@ impl App {
 
     pub fn start_walk(&mut self, tree: &str) {
         let Some(t) = self.cat.tree(tree) else {
-            self.set_status(format!("{} {tree}", S::NO_SUCH_TREE), true);
+            let mut msg = format!("{} {tree}", S::NO_SUCH_TREE);
+            let ids = self.cat.trees.iter().map(|t| t.id.as_str());
+            match super::palette::did_you_mean(tree, ids) {
+                Some(m) => msg.push_str(&format!(" — {} :walk {m}?", S::DID_YOU_MEAN)),
+                None => {
+                    let all: Vec<&str> = self.cat.trees.iter().map(|t| t.id.as_str()).collect();
+                    msg.push_str(&format!(" (trees: {})", all.join(", ")));
+                }
+            }
+            self.set_status(msg, true);
             return;
         };
         self.walk = Some(WalkState::new(Walk::new(t)));
@@ -230,6 +257,12 @@ impl App {
         w.job = None;
         propose_from_findings(&mut w.walk, &f);
         w.override_open = false;
+        let unmeasured = w
+            .walk
+            .proposal
+            .as_ref()
+            .is_some_and(|p| w.walk.concludes_unmeasured(p));
+
         let probe = w
             .walk
             .node()
@@ -237,10 +270,17 @@ impl App {
             .unwrap_or_default();
         w.chart = node_chart(&probe, &f, steps);
         w.findings = f;
+        if unmeasured {
+            // Nothing measured this node and its branch would conclude: Enter will not take
+            // it; the user picks (o).
+            self.set_status(S::SKIPPED_STOP, true);
+        }
+        let Some(w) = self.walk.as_mut() else { return };
         let kind = match &w.chart {
-            Some(NodeChart::Tensor { tensor }) => Some(JobKind::Histogram {
-                tensor: tensor.clone(),
-            }),
+            // The checkpoints the finding compared or measured, not always init vs newest.
+            Some(NodeChart::Tensor { tensor }) => {
+                Some(crate::triage::jobs::tensor_view(tensor, &w.findings))
+            }
             Some(NodeChart::Batch { file }) => Some(JobKind::BatchRows { file: file.clone() }),
             _ => None,
         };
@@ -281,9 +321,22 @@ impl App {
         w.hist = None;
         w.rows = None;
         w.chart_error = None;
+        w.scroll = 0;
+        w.lead = None;
         let Some(n) = w.walk.node().cloned() else {
             return;
         };
+        if n.kind == NodeKind::Choice && !self.run.findings.is_empty() {
+            // Where the run's own findings lead among the options: preselected, said so.
+            w.lead = run_lead(&w.walk.tree, &n, &self.run.findings);
+            if let Some(l) = &w.lead {
+                w.sel = n
+                    .options
+                    .iter()
+                    .position(|o| o.label == l.option)
+                    .unwrap_or(0);
+            }
+        }
         match n.kind {
             NodeKind::Numeric => match n.probe.clone() {
                 Some(p) if attached => {
@@ -353,7 +406,18 @@ impl App {
             | Action::Top
             | Action::Bottom
             | Action::PageUp
-            | Action::PageDown => Self::move_sel(&mut w.sel, n_choices, a),
+            | Action::PageDown
+                if is_choice || w.override_open =>
+            {
+                Self::move_sel(&mut w.sel, n_choices, a)
+            }
+            // Elsewhere (a conclusion, a verdict with long evidence) the keys scroll the text.
+            Action::Up => w.scroll = w.scroll.saturating_sub(1),
+            Action::Down => w.scroll = w.scroll.saturating_add(1).min(500),
+            Action::PageUp => w.scroll = w.scroll.saturating_sub(10),
+            Action::PageDown => w.scroll = w.scroll.saturating_add(10).min(500),
+            Action::Top => w.scroll = 0,
+            Action::Bottom => w.scroll = 500,
             Action::Override if !w.walk.is_leaf() => {
                 w.override_open = !w.override_open;
                 // Start the override list at the proposed branch.
@@ -378,6 +442,14 @@ impl App {
                     self.set_status(S::WAIT_PROBE, false);
                 } else if w.walk.confirm(&cat) {
                     self.enter_node();
+                } else if w
+                    .walk
+                    .proposal
+                    .as_ref()
+                    .is_some_and(|p| w.walk.concludes_unmeasured(p))
+                {
+                    w.override_open = true;
+                    self.set_status(S::SKIPPED_STOP, true);
                 } else if w.walk.proposal.is_some() {
                     w.override_open = true;
                     self.set_status(S::BRANCH_MISSING, true);
@@ -396,12 +468,100 @@ impl App {
                 }
             }
             Action::NextPane => w.path_open = !w.path_open,
+            Action::WalkFrom => self.walk_where_the_run_leads(),
             Action::ExportMd => self.export(Format::Markdown, None),
             Action::ExportJson => self.export(Format::Json, None),
             // Re-ask the probe of this node.
             Action::Check if w.job.is_none() => self.enter_node(),
             _ => {}
         }
+    }
+
+    /// `w` in a walk: go where the run's own answers lead — back to the first route step
+    /// above the start where the run said otherwise, taking the run's branch there; at a
+    /// choice node, the option the run's findings lead to.
+    pub(super) fn walk_where_the_run_leads(&mut self) {
+        let cat = self.cat.clone();
+        let Some(w) = self.walk.as_mut() else { return };
+        if let Some((i, st)) = w.run_disagrees() {
+            let (answer, source) = (st.answer.clone(), st.source.clone());
+            let measured = st.measured.clone();
+            let probe = w
+                .walk
+                .node_by_id(&st.id)
+                .and_then(|n| n.probe.clone())
+                .map(Source::Probe)
+                .unwrap_or(source);
+            while w.walk.path.len() > i {
+                w.walk.back();
+            }
+            if let Some(f) = w.walk.from.as_mut() {
+                f.above = f.above.min(i);
+            }
+            let measured = measured
+                .split_once(": ")
+                .map(|(_, m)| m.to_string())
+                .unwrap_or(measured);
+            match w.walk.answer(&cat, &answer, &measured, probe) {
+                Ok(()) => {
+                    let at = w.walk.current.clone();
+                    self.enter_node();
+                    self.set_status(format!("{} {at}", S::RUN_LEADS), false);
+                }
+                Err(e) => self.set_status(e.to_string(), true),
+            }
+            return;
+        }
+        if let Some(l) = w.lead.clone() {
+            if let Some(i) = w.walk.choices().iter().position(|(o, _)| *o == l.option) {
+                self.walk_pick(i);
+                return;
+            }
+        }
+        self.set_status(S::RUN_LEADS_NOWHERE, false);
+    }
+
+    /// A fact was set (`:fact k=v`): the walk's nodes that use it are asked again — the
+    /// first such node on the path (a fact node asking it, or a probe that reads it) becomes
+    /// the current node, or the current node when it is one.
+    pub(super) fn rerun_for_fact(&mut self, key: &str) {
+        let Some(w) = self.walk.as_ref() else { return };
+        let needs = |id: &str| {
+            w.walk.node_by_id(id).is_some_and(|n| {
+                n.fact.as_deref() == Some(key)
+                    || n.probe
+                        .as_deref()
+                        .and_then(crate::triage::check::spec)
+                        .is_some_and(|sp| {
+                            sp.inputs.iter().any(|i| {
+                                i.strip_prefix("fact:")
+                                    .is_some_and(|alts| alts.split('|').any(|a| a == key))
+                            })
+                        })
+            })
+        };
+        let at = w.walk.path.iter().position(|s| needs(&s.id));
+        let here = needs(&w.walk.current);
+        if at.is_none() && !here {
+            return;
+        }
+        if let Some(i) = at {
+            if let Some(w) = self.walk.as_mut() {
+                while w.walk.path.len() > i {
+                    w.walk.back();
+                }
+                if let Some(f) = w.walk.from.as_mut() {
+                    f.above = f.above.min(i);
+                }
+            }
+        }
+        let node = self
+            .walk
+            .as_ref()
+            .map(|w| w.walk.current.clone())
+            .unwrap_or_default();
+        self.enter_node();
+        self.set_status(format!("{} {node}", S::FACT_RERUN), false);
     }
 
     /// Queue a transcript of the current walk for writing.
@@ -411,11 +571,23 @@ impl App {
             return;
         };
         let run = self.run.attached.as_ref().map(|p| p.display().to_string());
+        // The facts the user set (`--fact`, `:fact`, typed at a node) go with the transcript.
+        let facts: Vec<(String, String)> = self
+            .facts
+            .iter()
+            .filter(|(_, f)| f.source == mltriage_probes::facts::FactSource::User)
+            .map(|(k, f)| (k.to_string(), f.value.clone()))
+            .collect();
         let content = match fmt {
-            Format::Markdown => export::to_markdown(&self.cat, &w.walk, run.as_deref()),
+            Format::Markdown => export::to_markdown(&self.cat, &w.walk, run.as_deref(), &facts),
             Format::Json => {
-                serde_json::to_string_pretty(&export::to_json(&self.cat, &w.walk, run.as_deref()))
-                    .unwrap_or_default()
+                serde_json::to_string_pretty(&export::to_json(
+                    &self.cat,
+                    &w.walk,
+                    run.as_deref(),
+                    &facts,
+                ))
+                .unwrap_or_default()
                     + "\n"
             }
         };

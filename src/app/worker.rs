@@ -127,3 +127,105 @@ pub fn run_sync(runner: &mut dyn ProbeRunner, job: &JobRequest) -> Vec<Event> {
     drop(tx);
     rx.into_iter().collect()
 }
+
+/// The header's "reading tensors N% of X GB" while this app's jobs run: bytes read of the
+/// whole plan since the jobs began (the same counters the CLI's progress line draws, taken
+/// relative to where they stood when the app was last idle), never going backwards — the
+/// percentage and the total only grow until the jobs are done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassMeter {
+    /// Counters (bytes planned, bytes read) when no job was running.
+    base: (u64, u64),
+    pct: u8,
+    total: u64,
+}
+
+impl PassMeter {
+    /// Take a reading of the pass counters; `busy` says whether a job of this app is running
+    /// or waiting. Returns whether what is shown changed.
+    pub fn observe(&mut self, s: mltriage_probes::tensors::pass::Snapshot, busy: bool) -> bool {
+        let before = *self;
+        if !busy {
+            *self = PassMeter {
+                base: (s.bytes_total, s.bytes_done),
+                pct: 0,
+                total: 0,
+            };
+            return self.shown() != before.shown();
+        }
+        let total = s.bytes_total.saturating_sub(self.base.0);
+        let done = s.bytes_done.saturating_sub(self.base.1).min(total);
+        if total > 0 {
+            self.total = self.total.max(total);
+            // 100% only once nothing is being read.
+            let cap = if s.running { 99 } else { 100 };
+            let pct = ((done as u128 * 100) / total as u128).min(cap) as u8;
+            self.pct = self.pct.max(pct);
+        }
+        self.shown() != before.shown()
+    }
+
+    /// (percent, bytes of the plan) while tensors are being read for this app's jobs.
+    pub fn shown(&self) -> Option<(u8, u64)> {
+        (self.total > 0).then_some((self.pct, self.total))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PassMeter;
+    use mltriage_probes::tensors::pass::Snapshot;
+
+    fn snap(total: u64, done: u64, running: bool) -> Snapshot {
+        Snapshot {
+            bytes_total: total,
+            bytes_done: done,
+            running,
+            ..Default::default()
+        }
+    }
+
+    const GB: u64 = 1_000_000_000;
+
+    /// A 2 GB run: the whole plan is counted, a later small pass neither shrinks the total
+    /// nor takes the percentage back (the TUI once read "51% of 0.0 GB" → "29% of 0.1 GB").
+    #[test]
+    fn whole_plan_total_and_never_backwards() {
+        let mut m = PassMeter::default();
+        // Counters left over from an earlier command: the idle reading is the base.
+        m.observe(snap(5 * GB, 5 * GB, false), false);
+        assert_eq!(m.shown(), None);
+        m.observe(snap(7 * GB, 5 * GB + GB, true), true);
+        assert_eq!(m.shown(), Some((50, 2 * GB)));
+        m.observe(snap(7 * GB, 5 * GB + 2 * GB, false), true);
+        assert_eq!(m.shown(), Some((100, 2 * GB)));
+        // A probe plans a small pass of 0.1 GB after the big one: still 100% of 2.1 GB.
+        m.observe(snap(7 * GB + GB / 10, 7 * GB, true), true);
+        let (pct, total) = m.shown().unwrap();
+        assert_eq!(total, 2 * GB + GB / 10);
+        assert_eq!(pct, 100, "the percentage never goes back");
+        // Done: nothing shown, and the next job counts from here.
+        m.observe(snap(7 * GB + GB / 10, 7 * GB + GB / 10, false), false);
+        assert_eq!(m.shown(), None);
+        m.observe(
+            snap(8 * GB + GB / 10, 7 * GB + GB / 10 + GB / 4, true),
+            true,
+        );
+        assert_eq!(m.shown(), Some((25, GB)));
+    }
+
+    #[test]
+    fn percentages_only_grow_while_busy() {
+        let mut m = PassMeter::default();
+        m.observe(snap(0, 0, false), false);
+        let mut last = 0;
+        for (t, d) in [(100, 10), (100, 60), (400, 70), (400, 390), (500, 400)] {
+            m.observe(snap(t, d, true), true);
+            let (p, total) = m.shown().unwrap();
+            assert!(p >= last, "{p} < {last}");
+            assert!(p <= 99, "not 100% while a pass runs");
+            assert_eq!(total, t);
+            last = p;
+        }
+    }
+}

@@ -63,24 +63,42 @@ pub struct RawPlaybook {
     pub files: Vec<PathBuf>,
 }
 
-/// Line (1-based) of the first `id: <id>` (block or flow style) at or after `from_line`.
-fn line_of_id(text: &str, id: &str, from_line: usize) -> usize {
-    for (i, line) in text.lines().enumerate().skip(from_line.saturating_sub(1)) {
-        let mut rest = line;
-        while let Some(pos) = rest.find("id:") {
-            let before = rest[..pos].chars().next_back();
-            let after = &rest[pos + 3..];
-            if before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
-                let v = after.trim_start();
-                let end = v.find([',', '}', '#', ' ']).unwrap_or(v.len());
-                if v[..end].trim_matches(|c| c == '"' || c == '\'') == id {
-                    return i + 1;
-                }
+/// Every `id: <value>` (block or flow style) of a file with its line (1-based), in order,
+/// found in one pass over the text (a per-entry scan from the top was most of `show`'s
+/// start-up).
+struct IdLines<'a>(Vec<(usize, &'a str)>);
+
+impl<'a> IdLines<'a> {
+    fn new(text: &'a str) -> IdLines<'a> {
+        let mut out = Vec::new();
+        let (mut line, mut counted) = (1usize, 0usize);
+        for (pos, _) in text.match_indices("id:") {
+            line += text.as_bytes()[counted..pos]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            counted = pos;
+            let before = text[..pos].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
             }
-            rest = after;
+            let after = &text[pos + 3..];
+            let after = &after[..after.find('\n').unwrap_or(after.len())];
+            let v = after.trim_start();
+            let end = v.find([',', '}', '#', ' ']).unwrap_or(v.len());
+            let v = v[..end].trim_end_matches('\r');
+            out.push((line, v.trim_matches(|c| c == '"' || c == '\'')));
         }
+        IdLines(out)
     }
-    1
+
+    /// Line of the first `id: <id>` at or after `from_line`, or 1.
+    fn line_of(&self, id: &str, from_line: usize) -> usize {
+        self.0
+            .iter()
+            .find(|(l, v)| *l >= from_line && *v == id)
+            .map_or(1, |(l, _)| *l)
+    }
 }
 
 /// Parse one file's text. `name` is what messages call the file.
@@ -97,9 +115,40 @@ pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(),
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
         LoadError::new(name, line, msg)
     })?;
+    absorb(name, text, parsed, into)
+}
+
+/// One embedded file: its JSON rendering prepared by build.rs when there is one (typed here
+/// exactly as the YAML would be), else its YAML.
+fn parse_embedded(
+    name: &Path,
+    text: &str,
+    json: &str,
+    into: &mut RawPlaybook,
+) -> Result<(), LoadError> {
+    if !json.is_empty() {
+        if let Ok(parsed) = serde_json::from_str::<PlaybookFile>(json) {
+            return absorb(name, text, parsed, into);
+        }
+    }
+    parse_file(name, text, into)
+}
+
+/// File a parsed document's definitions, with each one's `file:line` found in `text`.
+fn absorb(
+    name: &Path,
+    text: &str,
+    parsed: PlaybookFile,
+    into: &mut RawPlaybook,
+) -> Result<(), LoadError> {
+    if text.trim().is_empty() {
+        into.files.push(name.to_path_buf());
+        return Ok(());
+    }
+    let ids = IdLines::new(text);
     let mut cursor = 1;
     for mut e in parsed.entries {
-        let line = line_of_id(text, &e.id, cursor);
+        let line = ids.line_of(&e.id, cursor);
         cursor = line;
         e.origin = Origin {
             file: name.to_path_buf(),
@@ -109,7 +158,7 @@ pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(),
     }
     cursor = 1;
     for mut p in parsed.probes {
-        let line = line_of_id(text, &p.id, cursor);
+        let line = ids.line_of(&p.id, cursor);
         cursor = line;
         p.origin = Origin {
             file: name.to_path_buf(),
@@ -120,7 +169,7 @@ pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(),
     if let Some(mut t) = parsed.tree {
         t.origin = Origin {
             file: name.to_path_buf(),
-            line: line_of_id(text, &t.id, 1),
+            line: ids.line_of(&t.id, 1),
         };
         into.trees.push(t);
     }
@@ -147,13 +196,23 @@ pub fn embedded() -> Result<RawPlaybook, LoadError> {
     // Parsing is most of start-up: split the files between two threads (in file order, each
     // half parsed into its own playbook) and join the halves in order, so the result is the
     // same as a sequential parse.
-    let parse = |files: &[(&str, &str)]| -> Result<RawPlaybook, LoadError> {
+    let parse = |files: &[(&str, &str)], json: &[&str]| -> Result<RawPlaybook, LoadError> {
         let mut raw = RawPlaybook::default();
-        for (rel, text) in files {
-            parse_file(&Path::new("playbook").join(rel), text, &mut raw)?;
+        for (i, (rel, text)) in files.iter().enumerate() {
+            let j = json.get(i).copied().unwrap_or("");
+            parse_embedded(&Path::new("playbook").join(rel), text, j, &mut raw)?;
         }
         Ok(raw)
     };
+    // The JSON renderings read in well under the cost of a thread: one pass, in order.
+    if EMBEDDED_JSON.len() == EMBEDDED.len()
+        && EMBEDDED
+            .iter()
+            .zip(EMBEDDED_JSON)
+            .all(|((_, t), j)| !j.is_empty() || t.trim().is_empty())
+    {
+        return parse(EMBEDDED, EMBEDDED_JSON);
+    }
     let total: usize = EMBEDDED.iter().map(|(_, t)| t.len()).sum();
     let mut acc = 0;
     let split = EMBEDDED
@@ -165,11 +224,11 @@ pub fn embedded() -> Result<RawPlaybook, LoadError> {
         .map_or(EMBEDDED.len(), |i| i + 1);
     let (a, b) = EMBEDDED.split_at(split);
     let (first, second) = std::thread::scope(|s| {
-        let second = s.spawn(|| parse(b));
-        (parse(a), second.join())
+        let second = s.spawn(|| parse(b, &[]));
+        (parse(a, &[]), second.join())
     });
     let mut raw = first?;
-    let second = second.unwrap_or_else(|_| parse(b))?;
+    let second = second.unwrap_or_else(|_| parse(b, &[]))?;
     raw.entries.extend(second.entries);
     raw.probes.extend(second.probes);
     raw.trees.extend(second.trees);
@@ -307,6 +366,36 @@ mod tests {
         let text = "entries:\n  - id: A1\n    domain: llm\n    title: t\n    symptom: s\n    cause: c\n    fix: f\n    colour: red\n";
         let e = parse_file(Path::new("x.yaml"), text, &mut raw).unwrap_err();
         assert!(e.message.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn every_shipped_file_reads_from_its_json_exactly_as_from_its_yaml() {
+        assert_eq!(EMBEDDED_JSON.len(), EMBEDDED.len());
+        for ((rel, text), json) in EMBEDDED.iter().zip(EMBEDDED_JSON) {
+            if text.trim().is_empty() {
+                continue;
+            }
+            let name = Path::new("playbook").join(rel);
+            assert!(
+                serde_json::from_str::<PlaybookFile>(json).is_ok(),
+                "{rel}: no JSON rendering the typed read accepts"
+            );
+            let (mut a, mut b) = (RawPlaybook::default(), RawPlaybook::default());
+            parse_file(&name, text, &mut a).unwrap();
+            parse_embedded(&name, text, json, &mut b).unwrap();
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{rel}");
+        }
+    }
+
+    #[test]
+    fn ids_are_found_in_block_and_flow_style_on_their_line() {
+        let text = "a:\n  - id: A1\n  - {id: \"B2\", x: 1}\nentry_id: C3\n  - id: A1\r\n";
+        let ids = IdLines::new(text);
+        assert_eq!(ids.line_of("A1", 1), 2);
+        assert_eq!(ids.line_of("B2", 1), 3);
+        assert_eq!(ids.line_of("C3", 1), 1, "entry_id: is not an id");
+        assert_eq!(ids.line_of("A1", 3), 5);
+        assert_eq!(ids.line_of("Z9", 1), 1);
     }
 
     #[test]

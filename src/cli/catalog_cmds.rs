@@ -16,6 +16,11 @@ use crate::search::SearchIndex;
 /// a closed pipe (`mltriage list | head`) ends quietly; another write error is one line, exit 2.
 pub fn emit(s: &str) {
     let s = super::style::terminal_safe(s);
+    write_out(&super::style::ascii_if_asked(&s));
+}
+
+/// Write already-safe text to stdout (JSON keeps its characters under `--ascii`).
+fn write_out(s: &str) {
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -27,7 +32,8 @@ pub fn emit(s: &str) {
 }
 
 pub fn emit_json(v: &serde_json::Value) {
-    emit(&(serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into()) + "\n"));
+    let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into()) + "\n";
+    write_out(&super::style::terminal_safe(&text));
 }
 
 fn parse_domain(d: Option<&str>) -> anyhow::Result<Option<Domain>> {
@@ -38,37 +44,85 @@ fn parse_domain(d: Option<&str>) -> anyhow::Result<Option<Domain>> {
     .transpose()
 }
 
+/// `search --run RUN`: the run to check before ranking, with its facts and device.
+pub struct OnRun<'a> {
+    pub run: &'a Path,
+    pub facts: &'a [String],
+    pub device: &'a str,
+    pub quiet: bool,
+}
+
+/// The run's verdict per entry (`check` on the run, every probe).
+fn run_verdicts(
+    cat: &Catalog,
+    on: &OnRun,
+) -> anyhow::Result<std::collections::HashMap<String, mltriage_probes::probe::Status>> {
+    use super::run_cmds::{compute, open_run, parse_facts};
+    let facts = parse_facts(on.facts)?;
+    let compute = compute(on.device)?;
+    let run = open_run(on.run)?;
+    let report = {
+        let _line = super::progress::ProgressLine::start(super::progress::wanted(false, on.quiet));
+        crate::triage::check::check(cat, &run, &facts, &compute, None)
+    };
+    Ok(crate::app::run_verdicts(&report.findings))
+}
+
 pub fn search(
     cat: &Catalog,
     query: &str,
     limit: usize,
     domain: Option<&str>,
     json: bool,
+    on_run: Option<OnRun>,
     st: &Style,
 ) -> anyhow::Result<ExitCode> {
+    use mltriage_probes::probe::Status;
     let domain = parse_domain(domain)?;
+    let verdicts = on_run
+        .as_ref()
+        .map(|on| run_verdicts(cat, on))
+        .transpose()?;
     let index = SearchIndex::build(cat)?;
     let (hits, confidence) = if limit == 0 {
         (Vec::new(), None)
     } else {
-        let r = index.search_ranked(query, limit, domain)?;
+        // With a run, look further down the list for entries it fails or warns on.
+        let want = match &verdicts {
+            Some(_) => limit.max(crate::app::PROMOTE_WITHIN),
+            None => limit,
+        };
+        let mut r = index.search_ranked(query, want, domain)?;
+        if let Some(v) = &verdicts {
+            crate::app::promote_by_run(&mut r.hits, |h| h.id.as_str(), |h| h.score, v);
+        }
+        r.hits.truncate(limit);
         (r.hits, Some(r.confidence))
     };
+    let verdict = |id: &str| verdicts.as_ref().and_then(|v| v.get(id).copied());
     let confident = confidence.as_ref().is_some_and(|c| c.confident);
     if json {
         let hits: Vec<_> = hits
             .iter()
             .filter_map(|h| {
                 let e = cat.entry(&h.id)?;
-                Some(
-                    json!({"id": e.id, "title": e.title, "domain": e.domain, "score": h.score,
-                    "snippet": h.snippet.text, "highlights": h.snippet.highlights}),
-                )
+                let mut v = json!({"id": e.id, "title": e.title, "domain": e.domain,
+                    "score": h.score, "snippet": h.snippet.text,
+                    "highlights": h.snippet.highlights});
+                if verdicts.is_some() {
+                    // The run's verdict for the entry: fail | warn | pass, or null (unjudged).
+                    v["run_status"] = json!(verdict(&h.id));
+                }
+                Some(v)
             })
             .collect();
         let mut v = json!({"query": query, "hits": hits, "confident": confident});
+        if let Some(on) = &on_run {
+            v["run"] = json!(crate::triage::check::display(on.run));
+        }
         if let Some(c) = &confidence {
-            v["confidence"] = json!({"coverage": c.coverage, "reason": c.reason});
+            v["confidence"] =
+                json!({"coverage": c.coverage, "reason": c.reason, "margin": c.margin});
             if let Some(topic) = &c.outside {
                 v["confidence"]["outside"] = json!(topic);
             }
@@ -107,8 +161,22 @@ pub fn search(
             st.dim("Closest entries (not a confident match):")
         ));
     }
+    if let Some(on) = &on_run {
+        s.push_str(&st.dim(&format!(
+            "On {}: ✗ fails · ! warns · ✓ passes (failing and warning entries first)\n\n",
+            crate::triage::check::display(on.run)
+        )));
+    }
     for h in &hits {
         let Some(e) = cat.entry(&h.id) else { continue };
+        if verdicts.is_some() {
+            s.push_str(&match verdict(&h.id) {
+                Some(Status::Fail) => st.red("✗ "),
+                Some(Status::Warn) => st.yellow("! "),
+                Some(Status::Pass) => st.green("✓ "),
+                _ => "  ".to_string(),
+            });
+        }
         s.push_str(&format!(
             "{:<6} {}  {}\n",
             st.bold(&e.id),
@@ -116,7 +184,12 @@ pub fn search(
             st.dim(&format!("[{}]", e.domain))
         ));
         if !h.snippet.text.is_empty() {
-            s.push_str(&wrap(&h.snippet.render(o, c), st.width, "       "));
+            let indent = if verdicts.is_some() {
+                "         "
+            } else {
+                "       "
+            };
+            s.push_str(&wrap(&h.snippet.render(o, c), st.width, indent));
         }
     }
     s.push_str(&st.dim("\n`mltriage show ID` for the fix.\n"));

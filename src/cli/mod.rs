@@ -8,6 +8,7 @@ pub mod progress;
 pub mod run_cmds;
 pub mod style;
 pub mod tree_cmds;
+pub mod watch_cmd;
 
 use std::path::PathBuf;
 
@@ -63,6 +64,16 @@ pub enum Command {
         domain: Option<String>,
         #[arg(long)]
         json: bool,
+        /// A run to check first: hits whose entry fails or warns on it rank first, and every
+        /// hit carries the run's verdict for its entry.
+        #[arg(long, value_parser = path_arg, value_name = "RUN")]
+        run: Option<PathBuf>,
+        /// With --run: a fact the artifacts may not say (repeatable).
+        #[arg(long = "fact", value_name = "KEY=VALUE", requires = "run")]
+        facts: Vec<String>,
+        /// With --run: auto | cpu | cuda | cuda:N
+        #[arg(long, default_value = "auto")]
+        device: String,
     },
     /// Show one entry (e.g. O9, S1.1) or one tree node (e.g. stability/q1_1).
     Show {
@@ -166,6 +177,32 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Follow a run while it trains: one line per finding that appears, changes or clears;
+    /// exit 1 at the first finding at the --until level, 0 when the run ends cleanly.
+    Watch {
+        #[arg(value_parser = path_arg)]
+        run: PathBuf,
+        /// Stop (exit 1) at the first finding at this level.
+        #[arg(long, value_enum, default_value = "fail")]
+        until: watch_cmd::Until,
+        /// Seconds between two looks at the run's files.
+        #[arg(long, default_value_t = 1.0, value_name = "S")]
+        interval: f64,
+        /// The run has ended (exit 0) after this many seconds without a write.
+        #[arg(long, default_value_t = 300.0, value_name = "S")]
+        quiet_after: f64,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        /// Run `sh -c CMD` per event, with MLTRIAGE_ID, MLTRIAGE_STATUS, MLTRIAGE_STEP,
+        /// MLTRIAGE_MESSAGE, MLTRIAGE_RUN (and MLTRIAGE_EVENT, MLTRIAGE_PROBE) set.
+        #[arg(long, value_name = "CMD")]
+        exec: Option<String>,
+        #[arg(long = "fact", value_name = "KEY=VALUE")]
+        facts: Vec<String>,
+        #[arg(long, default_value = "auto")]
+        device: String,
+    },
     /// Validate a playbook directory (default: the embedded playbook).
     Lint { dir: Option<PathBuf> },
     /// Print shell completions.
@@ -247,6 +284,7 @@ fn install_metric_names(dir: &std::path::Path) -> anyhow::Result<()> {
 /// Run the parsed command line. Errors are printed by `main` as one line, exit 2.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let style = Style::detect(cli.color);
+    style::set_ascii(cli.ascii);
     if let Some(n) = cli.threads {
         mltriage_probes::tensors::pass::set_threads(n)
             .map_err(|e| UsageError(format!("--threads {n}: {e}")))?;
@@ -291,14 +329,24 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
             domain,
             json,
+            run,
+            facts,
+            device,
         }) => {
             let cat = load_catalog(&cli)?;
+            let on_run = run.as_deref().map(|r| catalog_cmds::OnRun {
+                run: r,
+                facts,
+                device,
+                quiet: cli.quiet || *json,
+            });
             catalog_cmds::search(
                 &cat,
                 &query.join(" "),
                 *limit,
                 domain.as_deref(),
                 *json,
+                on_run,
                 &style,
             )
         }
@@ -391,6 +439,30 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &style,
             )
         }
+        Some(Command::Watch {
+            run,
+            until,
+            interval,
+            quiet_after,
+            json,
+            exec,
+            facts,
+            device,
+        }) => {
+            let cat = load_catalog(&cli)?;
+            let args = watch_cmd::WatchArgs {
+                run,
+                until: *until,
+                interval: *interval,
+                quiet_after: *quiet_after,
+                json: *json,
+                exec: exec.as_deref(),
+                facts,
+                device,
+                quiet: cli.quiet,
+            };
+            watch_cmd::watch_cmd(&cat, &args, &style)
+        }
         Some(Command::Inspect { path, json }) => {
             inspect_cmd::inspect(path, *json, cli.quiet, &style)
         }
@@ -417,18 +489,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     })?,
                 None => mltriage_probes::device::DeviceRequest::Auto,
             };
+            // A run that is not there is an input error whatever stdout is (DESIGN §4.5),
+            // never the catalog listing a pipe would otherwise get.
+            if let Some(r) = &cli.run {
+                if !r.exists() {
+                    return Err(
+                        UsageError(format!("{}: no such file or directory", r.display())).into(),
+                    );
+                }
+            }
             let cat = load_catalog(&cli)?;
             use std::io::IsTerminal;
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
-                if let Some(r) = &cli.run {
-                    if !r.exists() {
-                        return Err(UsageError(format!(
-                            "{}: no such file or directory",
-                            r.display()
-                        ))
-                        .into());
-                    }
-                }
                 let opts = crate::tui::TuiOptions {
                     run: cli.run.clone(),
                     facts,
@@ -438,6 +510,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     started,
                 };
                 return crate::tui::run(cat, opts);
+            }
+            if let Some(r) = &cli.run {
+                // A run but no terminal to show it on (a pipe, a script): say what works.
+                return Err(UsageError(format!(
+                    "{}: the interactive UI needs a terminal; for plain output use `mltriage check {}`",
+                    r.display(),
+                    r.display()
+                ))
+                .into());
             }
             catalog_cmds::list(&cat, None, false, &style)
         }

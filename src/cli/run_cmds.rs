@@ -12,7 +12,7 @@ use mltriage_probes::run::Run;
 
 use super::catalog_cmds::{emit, emit_json};
 use super::progress::{self, ProgressLine};
-use super::style::{escape_controls as esc, wrap, Style};
+use super::style::{escape_controls as esc, tame_numbers, wrap, wrap_hanging, Style};
 use super::{ExitCode, UsageError};
 use crate::catalog::Catalog;
 use crate::findings::{order, Finding};
@@ -51,49 +51,66 @@ pub fn mark(s: Status, st: &Style) -> String {
     }
 }
 
+/// A finding's own words for the terminal: control characters escaped, numbers too large
+/// to read capped ([`tame_numbers`]: `> 1e30`).
+fn words(s: &str) -> String {
+    tame_numbers(&esc(s)).into_owned()
+}
+
 fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
+    if let (Some(anchor), Status::Pass) = (&f.context_for, f.status) {
+        // One entry, one verdict: another probe's pass on it is context, not a contradiction.
+        return st.dim(&wrap(
+            &format!(
+                "also checked for {} [{}], fine on its own and outweighed by [{anchor}]: {}",
+                f.id,
+                f.probe,
+                esc(&f.measured)
+            ),
+            st.width,
+            "      ",
+        ));
+    }
     if !verbose && f.status == Status::Pass {
+        // One line, two at most, cut at a word: never past the terminal's edge, where the
+        // terminal would wrap it mid-number.
         let line = format!(
             "{} {:<5} {} — {}",
             mark(f.status, st),
             st.bold(&f.id),
             f.title,
-            esc(&f.measured)
+            words(&f.measured)
         );
-        let max = st.width.max(60);
-        let cut: String = if line.chars().count() > max + 20 {
-            line.chars()
-                .take(max + 19)
-                .chain(std::iter::once('…'))
-                .collect()
-        } else {
-            line
-        };
-        return format!("{cut}\n");
+        return wrap_hanging(&line, st.width, "      ", 2);
     }
-    let mut s = format!(
-        "{} {:<5} {}  {}\n",
-        mark(f.status, st),
-        st.bold(&f.id),
-        f.title,
-        st.dim(&format!("[{}]", f.probe))
+    let mut s = wrap_hanging(
+        &format!(
+            "{} {:<5} {}  {}",
+            mark(f.status, st),
+            st.bold(&f.id),
+            f.title,
+            st.dim(&format!("[{}]", f.probe))
+        ),
+        st.width,
+        "      ",
+        usize::MAX,
     );
     if !f.measured.is_empty() {
         s.push_str(&wrap(
-            &format!("measured: {}", esc(&f.measured)),
+            &format!("measured: {}", words(&f.measured)),
             st.width,
             "      ",
         ));
     }
     if !f.expected.is_empty() && f.status != Status::Skip {
         s.push_str(&wrap(
-            &format!("expected: {}", esc(&f.expected)),
+            &format!("expected: {}", words(&f.expected)),
             st.width,
             "      ",
         ));
     }
     if !f.message.is_empty() {
-        s.push_str(&wrap(&esc(&f.message), st.width, "      "));
+        s.push_str(&wrap(&words(&f.message), st.width, "      "));
     }
     if !f.explained_by.is_empty() {
         s.push_str(&st.dim(&format!(
@@ -104,7 +121,7 @@ fn render_finding(f: &Finding, st: &Style, verbose: bool) -> String {
     if verbose || matches!(f.status, Status::Fail | Status::Warn) {
         for e in f.evidence.iter().take(3) {
             s.push_str(&st.dim(&wrap(
-                &format!("evidence: {}", esc(&e.render())),
+                &format!("evidence: {}", words(&e.render())),
                 st.width,
                 "      ",
             )));
@@ -120,7 +137,12 @@ pub(crate) fn profile_lines(
     st: &Style,
     hint: bool,
 ) -> String {
-    let mut s = format!("{} {}\n", st.bold("profile"), esc(&p.summary()));
+    let mut s = wrap_hanging(
+        &format!("{} {}", st.bold("profile"), esc(&p.summary())),
+        st.width,
+        "  ",
+        usize::MAX,
+    );
     let why = p.evidence();
     if !why.is_empty() {
         let hint = if hint {
@@ -128,7 +150,7 @@ pub(crate) fn profile_lines(
         } else {
             ""
         };
-        s.push_str(&st.dim(&format!("  from {}{hint}\n", esc(&why))));
+        s.push_str(&st.dim(&wrap(&format!("from {}{hint}", esc(&why)), st.width, "  ")));
     }
     s
 }
@@ -137,7 +159,7 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
     // The run's path, file names and what was read from them are the files' words: every one
     // is escaped for the terminal (`emit` escapes whatever else slips through).
     let run = esc(&r.run);
-    let mut s = format!("{} {}\n", st.bold("run"), run);
+    let mut s = wrap_hanging(&format!("{} {}", st.bold("run"), run), st.width, "  ", 3);
     s.push_str(&profile_lines(&r.profile, st, true));
     // The device is context, not a finding: one dim line, its note cut to the clause that
     // says what happened (`--all` and `doctor` give the whole story).
@@ -149,11 +171,16 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
             format!(" — {short}")
         }
     });
-    s.push_str(&st.dim(&format!(
-        "device {} ({}){}\n",
-        r.device,
-        r.build,
-        note.unwrap_or_default()
+    s.push_str(&st.dim(&wrap_hanging(
+        &format!(
+            "device {} ({}){}",
+            r.device,
+            r.build,
+            note.unwrap_or_default()
+        ),
+        st.width,
+        "  ",
+        2,
     )));
     let ck = r.artifacts.iter().filter(|a| a.kind.is_weights()).count();
     let logs = r.artifacts.iter().filter(|a| a.kind.is_metrics()).count();
@@ -186,16 +213,21 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
                     .unwrap_or_default()
             })
             .collect();
-        s.push_str(&st.dim(&format!(
-            "not used: {} file(s) ({}{}) — `mltriage inspect {}` says why for each\n",
-            unused.len(),
-            names.join(", "),
-            if unused.len() > names.len() {
-                ", …"
-            } else {
-                ""
-            },
-            run
+        s.push_str(&st.dim(&wrap_hanging(
+            &format!(
+                "not used: {} file(s) ({}{}) — `mltriage inspect {}` says why for each",
+                unused.len(),
+                names.join(", "),
+                if unused.len() > names.len() {
+                    ", …"
+                } else {
+                    ""
+                },
+                run
+            ),
+            st.width,
+            "  ",
+            3,
         )));
     }
     if r.findings.iter().any(|f| all || f.status != Status::Skip) {
@@ -219,22 +251,28 @@ pub fn render_report(r: &Report, st: &Style, all: bool) -> String {
         .iter()
         .filter(|f| f.status == Status::Skip && f.message.starts_with("not applicable"))
         .count();
-    s.push_str(&format!(
-        "\n{} fail, {} warn, {} pass, {} skip{}{}\n",
-        r.count(Status::Fail),
-        r.count(Status::Warn),
-        r.count(Status::Pass),
-        skips,
-        if na > 0 {
-            format!(" ({na} not applicable to this run)")
-        } else {
-            String::new()
-        },
-        if skips > 0 && !all {
-            " (skips hidden: --all shows them with the reason)"
-        } else {
-            ""
-        }
+    s.push('\n');
+    s.push_str(&wrap_hanging(
+        &format!(
+            "{} fail, {} warn, {} pass, {} skip{}{}",
+            r.count(Status::Fail),
+            r.count(Status::Warn),
+            r.count(Status::Pass),
+            skips,
+            if na > 0 {
+                format!(" ({na} not applicable to this run)")
+            } else {
+                String::new()
+            },
+            if skips > 0 && !all {
+                " (skips hidden: --all shows them with the reason)"
+            } else {
+                ""
+            }
+        ),
+        st.width,
+        "  ",
+        usize::MAX,
     ));
     let first = r
         .findings
@@ -267,12 +305,57 @@ pub fn check_cmd(
         let _line = ProgressLine::start(progress::wanted(json, quiet));
         check(cat, &run, &facts, &compute, base.as_ref())
     };
+    if let Some(msg) = nothing_judged(&run, &report) {
+        return Err(UsageError(msg).into());
+    }
+    // Evidence the skipped probes lacked, and the capture hook that writes it.
+    let missing = crate::triage::evidence::missing(&report);
     if json {
-        emit_json(&serde_json::to_value(&report)?);
+        let mut v = serde_json::to_value(&report)?;
+        v["missing_evidence"] = serde_json::to_value(&missing)?;
+        emit_json(&v);
     } else {
-        emit(&render_report(&report, st, all));
+        let hints = crate::triage::evidence::hint_lines(&missing);
+        let hints: String = hints
+            .lines()
+            .map(|l| format!("\n{}", wrap_hanging(l, st.width, "  ", 6)))
+            .collect();
+        emit(&format!("{}{hints}", render_report(&report, st, all)));
     }
     Ok(if report.has_fail() { 1 } else { 0 })
+}
+
+/// A single file that no check could judge (a `config.json`, `training_args.bin` …) is not
+/// a run: what was given and what to give instead, for exit 2 (DESIGN §4.5: an input error,
+/// since nothing at all was judged; a folder with nothing in it yet stays a report, exit 0).
+fn nothing_judged(run: &Run, r: &Report) -> Option<String> {
+    use mltriage_probes::run::ArtifactKind as K;
+    if !run.root.is_file() || r.findings.iter().any(|f| f.status != Status::Skip) {
+        return None;
+    }
+    let what = match r.artifacts.first().map(|a| &a.kind) {
+        Some(K::ModelConfig) => "a model config",
+        Some(K::GenerationConfig) => "a generation config",
+        Some(K::SchedulerConfig) => "a scheduler config",
+        Some(K::AdapterConfig) => "an adapter config",
+        Some(K::HParams) => "a hyperparameter file",
+        Some(K::TrainingArgs) => "a training-arguments file",
+        Some(K::Scheduler) => "a scheduler state",
+        Some(K::RngState) => "an RNG state",
+        _ => "one file",
+    };
+    let folder = run
+        .root
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| esc(&p.display().to_string()).into_owned())
+        .unwrap_or_else(|| ".".into());
+    Some(format!(
+        "{}: {what} on its own — none of the {} checks can judge it; give the run's folder \
+         instead (the output_dir holding its logs and checkpoints, e.g. `mltriage check {folder}`)",
+        esc(&run.root.display().to_string()),
+        r.findings.len()
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]

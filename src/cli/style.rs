@@ -135,6 +135,97 @@ pub fn terminal_safe(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+static ASCII: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--ascii`: plain output writes ASCII only (see [`to_ascii`]).
+pub fn set_ascii(on: bool) {
+    ASCII.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The text as `emit` writes it: ASCII only under `--ascii`, else unchanged.
+pub fn ascii_if_asked(s: &str) -> Cow<'_, str> {
+    if ASCII.load(std::sync::atomic::Ordering::Relaxed) {
+        to_ascii(s)
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// Every mark outside ASCII spelled in ASCII: `±` as `+/-`, `×` as `x`, `→` as `->`, `≤` as
+/// `<=`, dashes as `-`/`--`, Greek letters by name; anything else as `?`.
+pub fn to_ascii(s: &str) -> Cow<'_, str> {
+    if s.is_ascii() {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii() {
+            out.push(c);
+            continue;
+        }
+        if c == '√' && chars.peek().is_some_and(|n| n.is_ascii_alphanumeric()) {
+            // √d → sqrt(d)
+            out.push_str("sqrt(");
+            while let Some(n) = chars
+                .peek()
+                .copied()
+                .filter(|n| n.is_ascii_alphanumeric() || *n == '_')
+            {
+                out.push(n);
+                chars.next();
+            }
+            out.push(')');
+            continue;
+        }
+        out.push_str(match c {
+            '±' => "+/-",
+            '×' | '✕' => "x",
+            '→' | '⇒' | '▸' | '›' => "->",
+            '←' | '‹' => "<-",
+            '↑' => "^",
+            '↓' => "v",
+            '≤' => "<=",
+            '≥' => ">=",
+            '≠' => "!=",
+            '≈' | '∼' => "~",
+            '—' => "--",
+            '–' | '−' | '‐' | '‑' => "-",
+            '·' | '•' | '∙' => "*",
+            '…' => "...",
+            '✗' | '✘' => "x",
+            '✓' | '✔' => "ok",
+            '⚠' => "!",
+            '‘' | '’' | '′' => "'",
+            '“' | '”' | '″' => "\"",
+            '√' => "sqrt",
+            '∞' => "inf",
+            '²' => "^2",
+            '³' => "^3",
+            '½' => "1/2",
+            '°' => " deg",
+            'µ' | 'μ' => "u",
+            'σ' => "sigma",
+            'Σ' | '∑' => "sum",
+            'Δ' | 'δ' => "delta",
+            'λ' => "lambda",
+            'β' => "beta",
+            'α' => "alpha",
+            'γ' => "gamma",
+            'ε' => "eps",
+            'η' => "eta",
+            'θ' => "theta",
+            'π' => "pi",
+            'τ' => "tau",
+            '\u{a0}' | '\u{2009}' | '\u{202f}' => " ",
+            _ => "?",
+        });
+    }
+    Cow::Owned(out)
+}
+
+pub use crate::look::numbers::tame_numbers;
+
 /// Greedy word wrap to `width` columns, each line prefixed with `indent`.
 pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     let avail = width.saturating_sub(indent.chars().count()).max(20);
@@ -165,6 +256,83 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     out
 }
 
+/// Word wrap with a hanging indent: the first line starts at column 0, the rest with
+/// `indent`; at most `max_lines` lines, the last cut at a word with `…`. Words (numbers
+/// included) are never split; ANSI colour codes count as no width.
+pub fn wrap_hanging(text: &str, width: usize, indent: &str, max_lines: usize) -> String {
+    let visible = |w: &str| {
+        let mut n = 0;
+        let mut in_esc = false;
+        for c in w.chars() {
+            if c == '\x1b' {
+                in_esc = true;
+            } else if in_esc {
+                if c == 'm' {
+                    in_esc = false;
+                }
+            } else {
+                n += 1;
+            }
+        }
+        n
+    };
+    let width = width.max(20);
+    let mut lines: Vec<String> = vec![String::new()];
+    let mut len = 0;
+    let mut cut = false;
+    for word in text.split_whitespace() {
+        let wl = visible(word);
+        let avail = if lines.len() == 1 {
+            width
+        } else {
+            width.saturating_sub(indent.chars().count())
+        };
+        if len > 0 && len + 1 + wl > avail {
+            if lines.len() == max_lines.max(1) {
+                cut = true;
+                break;
+            }
+            lines.push(String::new());
+            len = 0;
+        }
+        let line = lines.last_mut().expect("one line");
+        if len > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        line.push_str(word);
+        len += wl;
+    }
+    if cut {
+        // Room for the ` …` mark: drop words from the last line until it fits.
+        let n = lines.len();
+        let avail = if n == 1 {
+            width
+        } else {
+            width.saturating_sub(indent.chars().count())
+        };
+        let last = &mut lines[n - 1];
+        while visible(last) + 2 > avail {
+            match last.rfind(' ') {
+                Some(i) => last.truncate(i),
+                None => break,
+            }
+        }
+    }
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push_str(indent);
+        }
+        out.push_str(l);
+        if cut && i + 1 == lines.len() {
+            out.push_str(" …");
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +342,25 @@ mod tests {
         let w = wrap("aaa bbb ccc ddd eee fff ggg hhh iii jjj kkk lll", 24, "  ");
         assert!(w.lines().all(|l| l.chars().count() <= 24), "{w}");
         assert!(w.lines().all(|l| l.starts_with("  ")));
+    }
+
+    #[test]
+    fn ascii_spells_every_mark_and_huge_numbers_are_capped() {
+        assert_eq!(
+            to_ascii("ln V = 6.24 ± 0.5 — 3× ≤ 2"),
+            "ln V = 6.24 +/- 0.5 -- 3x <= 2"
+        );
+        assert!(to_ascii("✗ 0 fail · σ → ∞ 漢").is_ascii());
+        assert_eq!(to_ascii("1/√d, √(2/fan_in)"), "1/sqrt(d), sqrt(2/fan_in)");
+        let big = format!("ratio {}× the median", "9".repeat(40));
+        assert_eq!(tame_numbers(&big), "ratio > 1e30× the median");
+        assert_eq!(tame_numbers("x 12345678901234.5× y"), "x 1.23e13× y");
+        // Ordinary numbers and long ids inside words stay.
+        assert_eq!(tame_numbers("step 300, 1.5e-3"), "step 300, 1.5e-3");
+        assert_eq!(
+            tame_numbers("run_20231125123456789"),
+            "run_20231125123456789"
+        );
     }
 
     #[test]

@@ -138,11 +138,29 @@ pub fn walk(
             s.push_str(&wrap(
                 &format!(
                     "→ {} {}",
-                    st.bold(&p.answer),
+                    st.bold(&p.shown_answer()),
                     st.dim(&format!("({m}{})", esc(&p.source.label())))
                 ),
                 st.width,
                 "    ",
+            ));
+        }
+        // A route step where the run said otherwise: the run's own answers lead elsewhere.
+        if let Some(p) = res
+            .path
+            .iter()
+            .find(|p| p.via.is_some() && !p.answer.is_empty() && p.answer != "skip")
+        {
+            s.push_str(&wrap(
+                &format!(
+                    "the run's answers lead elsewhere: at {} the run said {}, the route to the start takes {} — `mltriage walk {} RUN` follows the run from the top",
+                    p.id,
+                    p.answer,
+                    p.via.as_deref().unwrap_or_default(),
+                    res.tree
+                ),
+                st.width,
+                "  ",
             ));
         }
         if let Some(c) = &res.conclusion {
@@ -185,7 +203,18 @@ pub fn walk(
                 stop.node,
                 stop.question
             ));
-            s.push_str(&format!("  needs {}\n", stop.needs));
+            s.push_str(&wrap(
+                &format!("needs {}", esc(&stop.needs)),
+                st.width,
+                "  ",
+            ));
+            if let Some(said) = &stop.run_said {
+                s.push_str(&wrap(
+                    &format!("the run said: {}", esc(said)),
+                    st.width,
+                    "  ",
+                ));
+            }
             if let Some(lead) = &stop.run_leads_to {
                 s.push_str(&wrap(
                     &format!(

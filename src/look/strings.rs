@@ -22,10 +22,14 @@ pub const RESULTS: &str = "Results";
 pub const NO_RESULTS: &str = "no entries match; try other words, or Tab for the fuzzy filter";
 pub const NO_CONFIDENT_MATCH: &str =
     "no confident match: the closest entries below; add your own with --playbook DIR";
+/// Under "no confident match": where to look instead.
+pub const BROWSE_CATALOG_HINT: &str = "Esc: browse the catalog by domain on the home screen";
 
 pub const SYMPTOM: &str = "Symptom";
 pub const CAUSE: &str = "Cause";
 pub const FIX: &str = "Fix";
+/// The conclusion view's heading over what the run's probes measured for the entry.
+pub const EVIDENCE: &str = "Evidence in this run";
 pub const KNOBS: &str = "Knobs";
 pub const QUESTION: &str = "Question";
 pub const THRESHOLD: &str = "Threshold";
@@ -63,6 +67,18 @@ pub const COMPUTING_HIST: &str = "computing the histogram…";
 pub const NO_FINITE: &str = "no finite values to bin";
 pub const EMPTY_TENSOR: &str = "empty tensor (0 elements)";
 pub const FACTS: &str = "facts";
+pub const SERIES: &str = "Series";
+pub const SERIES_FILTER: &str = "type to filter · Enter draw · Esc close · ctrl-u clear";
+pub const NO_SERIES_MATCH: &str = "no series matches";
+pub const SERIES_NONE: &str = "the run logs no series";
+pub const BAND_START: &str = "start";
+pub const BAND_FIRST_STEP: &str = "first step";
+pub const BAND_ROLLING: &str = "rolling mean";
+pub const SPIKE: &str = "spike";
+pub const ZERO: &str = "zero";
+pub const SCALE_LOG: &str = "log";
+pub const SCALE_LINEAR: &str = "lin";
+pub const LAST: &str = "last";
 
 pub const WALK_FROM_STARTED: &str = "walking from";
 pub const NOTHING_TO_WALK_FROM: &str = "nothing selected to walk from";
@@ -81,7 +97,7 @@ pub const HINT_LINES: [&str; 7] = [
     "w        walk from here: step down the tree from a hit or an entry",
     ":walk    walk a tree from the top (:walk stability)",
     "mltriage RUN   attach a run: probes answer, findings open first",
-    "?        every key          (any key closes this)",
+    "?        every key    Esc closes this; any other key closes it and acts",
 ];
 
 pub const HELP: &str = "Keys";
@@ -135,7 +151,41 @@ pub fn action_help(name: &str) -> &'static str {
         "export_json" => "walk: export the transcript as JSON",
         "toggle_fuzzy" => "search: toggle the fuzzy id/title filter",
         "domain" => "search: cycle the domain filter (ctrl-d while typing)",
-        "walk_from" => "walk from here: start the tree walk at this symptom (search: ctrl-w)",
+        "walk_from" => "walk from here: start the tree walk at this symptom (search: ctrl-w; in a walk: go where the run's answers lead)",
+        "series" => "run: chart any series the run logs (type to filter, Enter draws it)",
+        "log_scale" => "run: y scale of the charts: auto → log → linear",
+        "follow" => "follow the run while it trains: pause / resume",
         _ => "",
     }
 }
+
+// Words for the walk, the help, the palette and the run header (issues 27 and 30).
+pub const NO_RESULTS_FUZZY: &str =
+    "no id or title matches; try fewer letters, or Tab for the full-text search";
+pub const SEARCH_KEPT: &str = "your last query is kept: type to refine it, ctrl-u clears it";
+pub const DID_YOU_MEAN: &str = "did you mean";
+pub const SCROLL_HINT: &str = "j/k scroll";
+pub const MORE_BELOW: &str = "more below";
+pub const RUN_ONE_FILE: &str =
+    "a single file with no logged steps or checkpoints: attach the run's folder (its output_dir)";
+pub const NO_STEPS: &str = "no steps logged";
+pub const RUN_SAYS: &str = "the run says";
+pub const ROUTE_TAKES: &str = "the route to the start takes";
+pub const RUN_LEADS: &str = "the run's answers lead to";
+pub const RUN_LEADS_KEY: &str = "w walks there";
+pub const SKIPPED_STOP: &str =
+    "the probe could not measure this node: it does not conclude — pick the branch that matches (o), or give what it lacks";
+pub const FACT_RERUN: &str = "nodes that use this fact were asked again:";
+pub const RUN_SAID: &str = "run said";
+pub const RUN_LEADS_NOWHERE: &str =
+    "the run's answers agree with this walk (nothing above leads elsewhere)";
+
+// Follow mode (issue 31): the header and status words.
+pub const FOLLOW_MARK: &str = "following";
+pub const FOLLOW_WAITING_MARK: &str = "follow";
+pub const FOLLOW_PAUSED_MARK: &str = "follow paused (F)";
+pub const FOLLOW_QUIET: &str = "no new step for";
+pub const FOLLOW_CHANGED: &str = "findings changed";
+pub const FOLLOW_PAUSED: &str = "follow paused: F resumes";
+pub const FOLLOW_RESUMED: &str = "following the run again";
+pub const FOLLOW_UNAVAILABLE: &str = "follow: no run attached";

@@ -28,6 +28,164 @@ pub(super) struct Query {
     pub exact_id: bool,
     /// The kind of problem outside the catalog the query names.
     pub outside: Option<String>,
+    /// The query asks how to do something and names no problem (see [`usage_question`]).
+    pub usage: bool,
+}
+
+/// How a question about using a tool opens ("how do I merge …", "can I train on …").
+const USAGE_OPENINGS: &[&str] = &[
+    "how to ",
+    "how do i ",
+    "how do you ",
+    "how do we ",
+    "how can i ",
+    "how can we ",
+    "how should i ",
+    "how would i ",
+    "can i ",
+    "can we ",
+    "could i ",
+    "is it possible ",
+    "is there a way ",
+    "is there any way ",
+    "what is the best way ",
+    "what's the best way ",
+    "recommended way ",
+    "any tips ",
+    "tips and tricks ",
+    "do you have ",
+    "does it support ",
+    "where can i ",
+    "where do i ",
+    "are there any ",
+    "is there any ",
+    "is there an ",
+    "what is the expected ",
+    "what should i ",
+    "should i ",
+    "can multiple ",
+    "can it ",
+    "does it ",
+    "does this ",
+];
+
+/// Words that make a question a problem report after all ("how to fix the NaN loss",
+/// "can I avoid the OOM", "how do I stop it diverging"): failure words, negations, asking why.
+const PROBLEM_WORDS: &[&str] = &[
+    "fix",
+    "solve",
+    "avoid",
+    "prevent",
+    "debug",
+    "resolve",
+    "why",
+    "error",
+    "errors",
+    "nan",
+    "inf",
+    "fail",
+    "fails",
+    "failed",
+    "failing",
+    "failure",
+    "crash",
+    "crashes",
+    "crashed",
+    "hang",
+    "hangs",
+    "hanging",
+    "stuck",
+    "freeze",
+    "freezes",
+    "wrong",
+    "worse",
+    "slow",
+    "slower",
+    "not",
+    "never",
+    "no",
+    "nothing",
+    "doesn",
+    "don",
+    "won",
+    "can't",
+    "cannot",
+    "isn",
+    "aren",
+    "didn",
+    "t",
+    "zero",
+    "explode",
+    "exploding",
+    "diverge",
+    "diverges",
+    "diverging",
+    "spike",
+    "spikes",
+    "collapse",
+    "collapses",
+    "oom",
+    "garbage",
+    "gibberish",
+    "repeats",
+    "repeating",
+    "repetition",
+    "weird",
+    "strange",
+    "issue",
+    "issues",
+    "problem",
+    "problems",
+    "bug",
+    "broken",
+    "breaks",
+    "drop",
+    "drops",
+    "degrade",
+    "degrades",
+    "unstable",
+    "instead",
+    "risk",
+    "risks",
+];
+
+/// Is the query a question about how to use something (set an option, merge an adapter,
+/// train on several GPUs, deploy) rather than a report of something going wrong? Such a
+/// question opens like one (at the start or after a sentence ends) and holds no word of
+/// failure, negation or "why".
+pub(super) fn usage_question(query: &str) -> bool {
+    let lower = query.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words
+        .iter()
+        .any(|w| PROBLEM_WORDS.contains(w) || w.ends_with("n't"))
+    {
+        return false;
+    }
+    let mut starts = vec![0usize];
+    starts.extend(
+        lower
+            .match_indices(['.', '?', '!', ';', '\n', ',', '？', '。', '！'])
+            .map(|(i, _)| i + 1),
+    );
+    starts.iter().any(|&i| {
+        let rest = lower[i..].trim_start();
+        let rest: String = rest
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || c == '\'' {
+                    c
+                } else {
+                    ' '
+                }
+            })
+            .collect();
+        let rest = format!("{} ", rest.split_whitespace().collect::<Vec<_>>().join(" "));
+        USAGE_OPENINGS.iter().any(|o| rest.starts_with(o))
+    })
 }
 
 /// The verdict on the best hit.
@@ -43,7 +201,12 @@ pub struct Confidence {
     pub strong: f32,
     /// The rarest word matched there (its idf).
     pub peak: f32,
-    /// Why: "entry id", "quoted error", "outside the catalog" (the query names a kind of
+    /// How far the best hit's score stands above the next one's (ratio; 2 when alone).
+    /// Reported, not yet part of the verdict: on the tuned set a margin cut-off flagged as
+    /// many covered statements as uncovered ones.
+    pub margin: f32,
+    /// Why: "entry id", "quoted error", "usage question" (asks how to do something and
+    /// names no problem), "outside the catalog" (the query names a kind of
     /// problem the catalog does not cover), "subject named" (a keyword phrase, error string or
     /// knob of the entry, or a synonym of one), "coverage", or "no hits". A domain cue alone
     /// ("llava", "yolo") is not a subject: it only steers the ranking.
@@ -61,6 +224,7 @@ impl Confidence {
             matched: 0.0,
             strong: 0.0,
             peak: 0.0,
+            margin: 0.0,
             reason: "no hits",
             outside: None,
         }
@@ -72,6 +236,7 @@ pub(super) fn judge(
     q: &Query,
     entry: usize,
     concept: bool,
+    margin: f32,
     words: &HashSet<String>,
     strong_words: &HashSet<String>,
     idf: &HashMap<String, f32>,
@@ -84,6 +249,7 @@ pub(super) fn judge(
         matched,
         strong,
         peak,
+        margin,
         reason,
         outside: None,
     };
@@ -92,6 +258,9 @@ pub(super) fn judge(
     }
     if q.quoted.iter().any(|(e, _)| *e == entry) {
         return verdict(true, "quoted error");
+    }
+    if q.usage {
+        return verdict(false, "usage question");
     }
     if let Some(topic) = &q.outside {
         return Confidence {
@@ -130,5 +299,34 @@ pub(super) fn coverage(
         (0.0, 0.0, 0.0)
     } else {
         (found / total, found, peak)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::usage_question;
+
+    #[test]
+    fn usage_questions_are_told_from_problem_reports() {
+        for q in [
+            "how do I resume training from a checkpoint",
+            "How can I merge a LoRA adapter into the base model?",
+            "Trained fine. How to deploy it behind an API",
+            "can I train on two GPUs",
+            "Are there any tips and tricks about reward design?",
+            "Can multiple GPUs be used for training？",
+        ] {
+            assert!(usage_question(q), "{q}");
+        }
+        for q in [
+            "how to fix loss is nan after a few steps",
+            "how do I stop the loss diverging",
+            "can't resume from checkpoint",
+            "loss goes up after resuming, how to resume properly? it doesn't work",
+            "mAP is zero after training",
+            "why does my model repeat itself",
+        ] {
+            assert!(!usage_question(q), "{q}");
+        }
     }
 }

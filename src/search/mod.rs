@@ -5,6 +5,7 @@
 //! `-100` and `fc.weight` never fail to parse), a confidence verdict for the best hit (see
 //! `confidence`), our own highlighted snippets, and a fuzzy-matcher quick filter.
 
+mod analyse;
 mod confidence;
 mod plan;
 mod snippet;
@@ -159,20 +160,47 @@ fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, usize, usize)
 }
 
 /// The query-plan lexicon and the inverse document frequency of each analysed word.
-fn lexicon_and_idf(cat: &Catalog) -> (Lexicon, HashMap<String, f32>) {
-    let lexicon = Lexicon::build(cat);
+fn lexicon_and_idf(cat: &Catalog, an: &mut analyse::Stems) -> (Lexicon, HashMap<String, f32>) {
+    let lexicon = Lexicon::build_with(cat, an);
     let n = lexicon.entry_sets.len() as f32;
-    let mut df: HashMap<String, u32> = HashMap::new();
+    let mut df: HashMap<&str, u32> = HashMap::new();
     for set in &lexicon.entry_sets {
         for w in set {
-            *df.entry(w.clone()).or_default() += 1;
+            *df.entry(w.as_str()).or_default() += 1;
         }
     }
     let idf = df
         .into_iter()
-        .map(|(w, d)| (w, (1.0 + (n - d as f32 + 0.5) / (d as f32 + 0.5)).ln()))
+        .map(|(w, d)| {
+            (
+                w.to_string(),
+                (1.0 + (n - d as f32 + 0.5) / (d as f32 + 0.5)).ln(),
+            )
+        })
         .collect();
     (lexicon, idf)
+}
+
+/// The query with the characters of scripts the catalog is not written in (CJK ideographs,
+/// kana, hangul) turned into spaces: "GRPO训练reward不涨" is searched as "GRPO reward", the
+/// words it shares with the catalog, instead of one unmatched token; a query of those
+/// scripts alone finds nothing and says so.
+fn words_the_catalog_can_hold(chars: impl Iterator<Item = char>) -> String {
+    chars.map(|c| if is_cjk(c) { ' ' } else { c }).collect()
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x1100..=0x11FF      // Hangul Jamo
+        | 0x2E80..=0x2FDF    // CJK radicals
+        | 0x3000..=0x30FF    // CJK punctuation, Hiragana, Katakana
+        | 0x3100..=0x31FF    // Bopomofo, Hangul compatibility Jamo, Katakana extensions
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0xFF00..=0xFFEF    // full-width forms
+        | 0x20000..=0x2FA1F) // CJK extensions B-F
 }
 
 impl SearchIndex {
@@ -181,7 +209,7 @@ impl SearchIndex {
         let text = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
                 .set_tokenizer(ANALYZER)
-                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+                .set_index_option(IndexRecordOption::WithFreqs),
         );
         let fields = Fields {
             id: sb.add_text_field("id", STRING | STORED),
@@ -196,7 +224,8 @@ impl SearchIndex {
         };
         // One segment written in this thread into an empty RAM directory: no indexing thread,
         // channel, commit or merge bookkeeping (the documented use of tantivy's single-segment
-        // writer). Index build p50 22 ms → 14 ms on the 2-core CI machine.
+        // writer). Each distinct word is stemmed once per thread (`analyse`) and the words go
+        // to the index pre-tokenized.
         let tokenizers = tantivy::tokenizer::TokenizerManager::default();
         tokenizers.register(ANALYZER, analyzer());
         let mut writer = Index::builder()
@@ -206,22 +235,26 @@ impl SearchIndex {
             tantivy::directory::RamDirectory::create(),
             15_000_000,
         )?;
-        // The query-plan lexicon and word weights are built on a second thread while this one
-        // writes the tantivy segment: the two are independent and each takes about half the
-        // build (first frame p50 33 → under 30 ms on 2 cores).
-        let ((texts, reader, index, ids), (lexicon, idf)) =
+        // The query-plan lexicon is built on a second thread while this one writes the
+        // segment (each with its own memo): the two are independent, and the first frame is
+        // wall-clock time on 2 cores.
+        let ((texts, index, ids), (lexicon, idf)) =
             std::thread::scope(|scope| -> Result<_, SearchError> {
-                let side = scope.spawn(|| lexicon_and_idf(cat));
+                let side = scope.spawn(|| lexicon_and_idf(cat, &mut analyse::Stems::new()));
+                let mut an = analyse::Stems::new();
                 let mut texts = HashMap::new();
                 for e in &cat.entries {
                     let mut doc = TantivyDocument::default();
                     doc.add_text(fields.id, e.id.to_ascii_lowercase());
                     doc.add_text(fields.domain, e.domain.as_str());
-                    doc.add_text(fields.title, &e.title);
-                    doc.add_text(fields.keywords, e.keywords.join(" ; "));
-                    doc.add_text(fields.keywords, e.knobs.join(" ; "));
-                    doc.add_text(fields.errors, e.errors.join(" ; "));
-                    doc.add_text(fields.symptom, &e.symptom);
+                    let mut add = |doc: &mut TantivyDocument, field: Field, text: String| {
+                        doc.add_pre_tokenized_text(field, an.pre_tokenized(text));
+                    };
+                    add(&mut doc, fields.title, e.title.clone());
+                    add(&mut doc, fields.keywords, e.keywords.join(" ; "));
+                    add(&mut doc, fields.keywords, e.knobs.join(" ; "));
+                    add(&mut doc, fields.errors, e.errors.join(" ; "));
+                    add(&mut doc, fields.symptom, e.symptom.clone());
                     let mut q = e.question.clone().unwrap_or_default();
                     if let Some(t) = &e.threshold {
                         q.push_str(" ; ");
@@ -231,22 +264,25 @@ impl SearchIndex {
                         q.push_str(" ; ");
                         q.push_str(&l.when);
                     }
-                    doc.add_text(fields.question, q);
-                    doc.add_text(fields.cause, &e.cause);
-                    doc.add_text(fields.fix, &e.fix);
+                    add(&mut doc, fields.question, q);
+                    add(&mut doc, fields.cause, e.cause.clone());
+                    add(&mut doc, fields.fix, e.fix.clone());
                     writer.add_document(doc)?;
                     texts.insert(e.id.clone(), snippet_sources(e));
                 }
                 let index = writer.finalize()?;
-                let reader = index.reader()?;
                 let ids = cat
                     .entries
                     .iter()
                     .map(|e| (e.id.clone(), e.title.clone()))
                     .collect();
-                let side = side.join().unwrap_or_else(|_| lexicon_and_idf(cat));
-                Ok(((texts, reader, index, ids), side))
+
+                let side = side
+                    .join()
+                    .unwrap_or_else(|_| lexicon_and_idf(cat, &mut analyse::Stems::new()));
+                Ok(((texts, index, ids), side))
             })?;
+        let reader = index.reader()?;
         Ok(SearchIndex {
             reader,
             fields,
@@ -288,10 +324,16 @@ impl SearchIndex {
                     .position(|(id, _)| id == &top.id)
                     .unwrap_or(0);
                 let concept = self.lexicon.names_concept(&plan, i);
+                // How far the best hit stands above the next (score ratio; alone: a wide gap).
+                let margin = match hits.get(1) {
+                    Some(next) if next.score > 0.0 => top.score / next.score,
+                    _ => 2.0,
+                };
                 confidence::judge(
                     &q,
                     i,
                     concept,
+                    margin,
                     &self.lexicon.entry_sets[i],
                     &self.lexicon.entry_strong[i],
                     &self.idf,
@@ -309,7 +351,7 @@ impl SearchIndex {
     ) -> Result<(Vec<Hit>, confidence::Query, plan::Plan), SearchError> {
         let limit = limit.clamp(1, 1000);
         // Bound the work on pathological input (a pasted 10 kB log): the first 64 tokens carry it.
-        let query: String = query.chars().take(2000).collect();
+        let query: String = words_the_catalog_can_hold(query.chars().take(2000));
         let mut an = self.analyzer.clone();
         let half_typed = !query.ends_with(char::is_whitespace)
             && query.chars().last().is_some_and(char::is_alphanumeric);
@@ -357,6 +399,7 @@ impl SearchIndex {
             quoted: plan.quoted.clone(),
             exact_id: !exact_ids.is_empty(),
             outside: plan.outside.clone(),
+            usage: confidence::usage_question(&query),
         };
         if toks.is_empty() && exact_ids.is_empty() {
             return Ok((Vec::new(), q, plan));

@@ -155,14 +155,30 @@ fn longest_common_run(a: &[String], b: &[String]) -> usize {
     best
 }
 
+/// Count a word lower-cased, allocating only for a word not seen before.
+fn count_word(raw: &mut HashMap<String, u32>, w: &str) {
+    if w.bytes().all(|b| !b.is_ascii_uppercase()) {
+        if let Some(n) = raw.get_mut(w) {
+            *n += 1;
+            return;
+        }
+    }
+    *raw.entry(w.to_lowercase()).or_default() += 1;
+}
+
 impl Lexicon {
+    #[cfg(test)]
     pub(super) fn build(cat: &Catalog) -> Lexicon {
-        let mut an = plain_analyzer();
+        Self::build_with(cat, &mut super::analyse::Stems::new())
+    }
+
+    /// Build with the index's memoised analysis (each distinct word stemmed once).
+    pub(super) fn build_with(cat: &Catalog, an: &mut super::analyse::Stems) -> Lexicon {
         let mut raw: HashMap<String, u32> = HashMap::new();
         let mut stems = HashSet::new();
         let mut count_raw = |text: &str| {
             for (_, w) in raw_words(text) {
-                *raw.entry(w.to_lowercase()).or_default() += 1;
+                count_word(&mut raw, w);
             }
         };
         let mut errors = Vec::new();
@@ -177,7 +193,7 @@ impl Lexicon {
             let mut mine: Vec<Vec<String>> = Vec::new();
             for t in [&e.title, &e.symptom] {
                 count_raw(t);
-                let w = words(&mut an, t);
+                let w = an.plain(t);
                 strong.extend(w.iter().cloned());
                 seq.extend(w);
                 seq.push("|".to_string());
@@ -189,7 +205,7 @@ impl Lexicon {
                 .chain(e.errors.iter().map(|k| (k, true)))
             {
                 count_raw(k);
-                let w = words(&mut an, k);
+                let w = an.plain(k);
                 if w.is_empty() {
                     continue;
                 }
@@ -203,34 +219,34 @@ impl Lexicon {
             }
             for t in [&e.cause, &e.fix] {
                 count_raw(t);
-                seq.extend(words(&mut an, t));
+                seq.extend(an.plain(t));
                 seq.push("|".to_string());
             }
             for knob in &e.knobs {
                 count_raw(knob);
-                seq.extend(words(&mut an, knob));
+                seq.extend(an.plain(knob));
                 seq.push("|".to_string());
                 for ident in knob
                     .split(|c: char| !(c.is_alphanumeric() || c == '_'))
                     .filter(|t| t.contains('_') && t.len() >= 6)
                 {
-                    mine.push(words(&mut an, ident));
+                    mine.push(an.plain(ident));
                 }
             }
             if let Some(q) = &e.question {
                 count_raw(q);
-                seq.extend(words(&mut an, q));
+                seq.extend(an.plain(q));
             }
             stems.extend(seq.iter().filter(|w| *w != "|").cloned());
             concepts.push(mine);
             entry_seqs.push(seq);
             entry_strong.push(strong);
         }
-        let mut add_text = |text: &str, an: &mut TextAnalyzer| {
+        let mut add_text = |text: &str, an: &mut super::analyse::Stems| {
             for (_, w) in raw_words(text) {
-                *raw.entry(w.to_lowercase()).or_default() += 1;
+                count_word(&mut raw, w);
             }
-            let w = words(an, text);
+            let w = an.plain(text);
             stems.extend(w.iter().cloned());
             w
         };
@@ -239,7 +255,7 @@ impl Lexicon {
         for (g, group) in cat.vocab.synonyms.iter().enumerate() {
             let mut members = Vec::new();
             for p in group {
-                let w = add_text(p, &mut an);
+                let w = add_text(p, an);
                 if !w.is_empty() {
                     phrases.push((w.clone(), g));
                     members.push(w);
@@ -250,7 +266,7 @@ impl Lexicon {
         let mut cues = Vec::new();
         for (d, list) in &cat.vocab.cues {
             for c in list {
-                let w = add_text(c, &mut an);
+                let w = add_text(c, an);
                 if !w.is_empty() {
                     cues.push((w, *d));
                 }
@@ -259,7 +275,7 @@ impl Lexicon {
         let mut outside = Vec::new();
         for t in &cat.vocab.outside {
             for p in &t.phrases {
-                let w = add_text(p, &mut an);
+                let w = add_text(p, an);
                 if !w.is_empty() {
                     outside.push((w, t.topic.clone()));
                 }

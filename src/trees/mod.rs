@@ -64,6 +64,25 @@ pub struct Step {
     /// Catalog entry the node asks about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
+    /// A route step of "walk from here" whose answer (what the run says, or nothing) is not
+    /// the branch the route to the start takes: that branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// The user overrode a proposal: what was proposed (`label: measured (source)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposed: Option<String>,
+}
+
+impl Step {
+    /// The answer as a transcript states it: a route step nothing answered says so instead
+    /// of naming a branch no one gave.
+    pub fn shown_answer(&self) -> String {
+        match (&self.via, self.answer.is_empty()) {
+            (Some(v), true) => format!("not answered (route takes {v})"),
+            (Some(v), false) => format!("{} (route takes {v})", self.answer),
+            (None, _) => self.answer.clone(),
+        }
+    }
 }
 
 /// Marks a step answered from a warning that walked on (a warn never takes a fail branch).
@@ -221,6 +240,30 @@ pub fn question(cat: &Catalog, n: &NodeDef) -> String {
         .and_then(|p| cat.probe(p))
         .map(|p| p.question.clone())
         .unwrap_or_else(|| n.id.clone())
+}
+
+/// What a branch leads to, in words (override lists, proposals): a leaf's entry title (its
+/// note when it has no entry), a question node's question; the id when neither exists.
+pub fn target_words(cat: &Catalog, tree: &TreeDef, id: &str) -> String {
+    let Some(n) = tree.nodes.iter().find(|n| n.id == id) else {
+        return id.to_string();
+    };
+    if n.kind == NodeKind::Leaf {
+        let entry = n.entry.as_deref().and_then(|e| cat.entry(e));
+        // The leaf's own note says what this branch concludes; its first sentence, with
+        // the entry it names.
+        let first = n.note.as_deref().map(|t| match t.find(". ") {
+            Some(i) => &t[..i + 1],
+            None => t,
+        });
+        return match (entry, first) {
+            (Some(e), Some(f)) => format!("{f} ({})", e.id),
+            (Some(e), None) => format!("{} ({})", e.title, e.id),
+            (None, Some(f)) => f.to_string(),
+            (None, None) => n.id.clone(),
+        };
+    }
+    question(cat, n)
 }
 
 /// A walk in progress over one tree.
@@ -417,8 +460,9 @@ impl Walk {
         self.propose(v.clone(), v, String::new(), None, String::new(), source);
     }
 
-    /// Accept the proposal and move on. Returns false when there is nothing to confirm or
-    /// the proposed branch leads nowhere.
+    /// Accept the proposal and move on. Returns false when there is nothing to confirm, the
+    /// proposed branch leads nowhere, or it would conclude without evidence (a skipped probe
+    /// whose branch is a leaf: [`Walk::concludes_unmeasured`]).
     pub fn confirm(&mut self, cat: &Catalog) -> bool {
         let Some(p) = self.proposal.clone() else {
             return false;
@@ -426,8 +470,58 @@ impl Walk {
         if p.next.is_empty() || self.node_by_id(&p.next).is_none() {
             return false;
         }
-        self.advance(cat, p.answer, p.measured, p.source, p.next);
+        if self.concludes_unmeasured(&p) {
+            return false;
+        }
+        let measured = if p.status == Some(Status::Skip) && !p.message.is_empty() {
+            // The reason the probe could not measure is the transcript's measured value.
+            if p.measured.is_empty() {
+                format!("not measured: {}", p.message)
+            } else {
+                format!("{} — not measured: {}", p.measured, p.message)
+            }
+        } else {
+            p.measured
+        };
+        self.advance(cat, p.answer, measured, p.source, p.next);
         true
+    }
+
+    /// Would taking proposal `p` end the walk on something no one measured? A probe that
+    /// skipped (or a warn with no branch of its own) whose branch is a leaf: the walk stops
+    /// there and asks, instead of concluding.
+    pub fn concludes_unmeasured(&self, p: &Proposal) -> bool {
+        let probe = matches!(p.source, Source::Probe(_));
+        let skipped = probe && p.status == Some(Status::Skip);
+        let warned_on = probe && p.status == Some(Status::Warn) && !is_warn_label(&p.answer);
+        self.ends_unmeasured(&p.next, skipped, warned_on)
+    }
+
+    /// Going to `next` ends the walk on something no one measured: `next` is a leaf other
+    /// than the all-clear end (which weighs skips and warnings itself, see
+    /// [`Walk::conclusion`]) and the answer was a skipped probe, or a warn that walked on as
+    /// `pass` (the warning is about this very question, so the pass leaf's premise does not
+    /// hold) — unless a probe on the path already found that leaf's entry wrong.
+    pub fn ends_unmeasured(&self, next: &str, skipped: bool, warned_on: bool) -> bool {
+        let Some(leaf) = self.node_by_id(next).filter(|n| n.kind == NodeKind::Leaf) else {
+            return false;
+        };
+        let all_clear = leaf.note.as_deref().is_some_and(|t| t.contains(ALL_PASSED));
+        // A leaf whose entry a probe on the path already found wrong is measured: that
+        // finding is its evidence.
+        let found = leaf.entry.as_deref().is_some_and(|e| {
+            self.path.iter().any(|s| {
+                s.entry.as_deref() == Some(e)
+                    && matches!(s.source, Source::Probe(_))
+                    && !matches!(s.answer.as_str(), "pass" | "skip")
+                    && !s.measured.contains(WALKED_ON)
+            })
+        });
+        // A leaf that concludes the node's own entry answers this very question (a warning
+        // walking on to it concludes what it warned; a skip's "check it yourself" leaf).
+        let own = leaf.entry.is_some()
+            && self.node().and_then(|n| n.entry.as_deref()) == leaf.entry.as_deref();
+        !all_clear && !found && !own && (skipped || warned_on)
     }
 
     /// The user picks branch `i` of [`Walk::choices`] (a choice node, or an override).
@@ -443,7 +537,28 @@ impl Walk {
             .as_ref()
             .map(|p| p.measured.clone())
             .unwrap_or_default();
+        // An override keeps what the run proposed, so the transcript shows both.
+        let proposed = self
+            .proposal
+            .as_ref()
+            .filter(|p| p.answer != label && !matches!(p.source, Source::User))
+            .map(|p| {
+                let why = if p.measured.is_empty() {
+                    p.message.clone()
+                } else {
+                    p.measured.clone()
+                };
+                let why = if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {why}")
+                };
+                format!("{}{why} ({})", p.answer, p.source.label())
+            });
         self.advance(cat, label, measured, Source::User, next);
+        if let Some(st) = self.path.last_mut() {
+            st.proposed = proposed;
+        }
         true
     }
 
@@ -466,6 +581,8 @@ impl Walk {
             measured,
             source,
             entry,
+            via: None,
+            proposed: None,
         });
         self.proposal = None;
     }

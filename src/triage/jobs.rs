@@ -38,6 +38,9 @@ pub enum JobKind {
     Histogram { tensor: String },
     /// A batch's label-mask fraction per row (the walk chart of a batch question).
     BatchRows { file: PathBuf },
+    /// One tensor in the checkpoints at these steps: the two a finding compared (before,
+    /// after) or the one it measured.
+    HistogramAt { tensor: String, steps: Vec<u64> },
 }
 
 impl JobKind {
@@ -45,8 +48,37 @@ impl JobKind {
     pub fn is_view(&self) -> bool {
         matches!(
             self,
-            JobKind::Tensors | JobKind::Histogram { .. } | JobKind::BatchRows { .. }
+            JobKind::Tensors
+                | JobKind::Histogram { .. }
+                | JobKind::BatchRows { .. }
+                | JobKind::HistogramAt { .. }
         )
+    }
+}
+
+/// The histogram a walk node's tensor chart asks for: the checkpoints its finding compared
+/// (`before @320 / after @384`) or measured (`measured @100`), where the evidence naming
+/// the tensor says which steps; else the init and the newest checkpoint.
+pub fn tensor_view(tensor: &str, findings: &[Finding]) -> JobKind {
+    let steps = findings
+        .iter()
+        .filter(|f| f.status != Status::Skip)
+        .flat_map(|f| f.evidence.iter())
+        .filter(|e| e.tensor.as_deref() == Some(tensor))
+        .chain(findings.iter().flat_map(|f| f.evidence.iter()))
+        .find_map(|e| e.steps);
+    match steps {
+        Some((a, b)) if a == b => JobKind::HistogramAt {
+            tensor: tensor.to_string(),
+            steps: vec![a],
+        },
+        Some((a, b)) => JobKind::HistogramAt {
+            tensor: tensor.to_string(),
+            steps: vec![a.min(b), a.max(b)],
+        },
+        None => JobKind::Histogram {
+            tensor: tensor.to_string(),
+        },
     }
 }
 
@@ -69,6 +101,8 @@ pub struct SeriesView {
 /// What the run holds, for the home screen's one-line summary and the run screen.
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {
+    /// Series (canonical names) whose points count epochs, not optimizer steps.
+    pub epoch_series: Vec<String>,
     pub root: String,
     pub artifacts: usize,
     pub checkpoints: Vec<u64>,
@@ -80,6 +114,32 @@ pub struct RunSummary {
     pub device: String,
     /// The run profile's one-line summary ("GRPO of a pretrained model, bf16, TRL; …").
     pub profile: String,
+}
+
+impl RunSummary {
+    /// The series the probes read for a canonical name, resolved as
+    /// `mltriage_probes::metrics::MetricSet::get` does: the name itself, else its first param
+    /// group (`learning_rate` -> `learning_rate/pg0`, else `/pg1`: Lightning's
+    /// `lr-AdamW/pg1`). Empty series do not count.
+    pub fn series_for(&self, canonical: &str) -> Option<&SeriesView> {
+        let pick = |name: &str| {
+            self.series
+                .iter()
+                .find(|s| s.name == name && !s.points.is_empty())
+        };
+        pick(canonical)
+            .or_else(|| pick(&format!("{canonical}/pg0")))
+            .or_else(|| pick(&format!("{canonical}/pg1")))
+    }
+
+    /// What the x axis of a series counts: `epoch` or `step`.
+    pub fn unit_of(&self, name: &str) -> &'static str {
+        if self.epoch_series.iter().any(|n| n == name) {
+            "epoch"
+        } else {
+            "step"
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -160,10 +220,15 @@ impl LiveRunner {
             .clone()
     }
 
+    /// Runs `ids`, reporting progress from `from`% to 100%. With `whole_run`, every
+    /// checkpoint file is first read once in one planned pass, as `check` does, so the bytes
+    /// the TUI shows are the whole plan's and the probes after it hit the cache.
     fn probes(
         &mut self,
         ids: &[String],
         facts: &Facts,
+        from: u8,
+        whole_run: bool,
         progress: &mut dyn FnMut(u8),
         cancel: &AtomicBool,
     ) -> Result<Vec<Finding>, JobOutput> {
@@ -172,6 +237,12 @@ impl LiveRunner {
         let run = self.ensure_run().map_err(JobOutput::Failed)?;
         let facts = check::effective_facts(run, facts);
         let profile = mltriage_probes::profile::Profile::of(run, &facts);
+        let mut at = Monotonic::new(from, progress);
+        if whole_run {
+            mltriage_probes::probes::checkpoint::model::prefetch(run, &compute);
+            at.report(from.saturating_add((100 - from.min(100)) / 2));
+        }
+        let base = at.last;
         let mut out = Vec::new();
         for (i, id) in ids.iter().enumerate() {
             if cancel.load(Ordering::Relaxed) {
@@ -181,10 +252,39 @@ impl LiveRunner {
                 Some(mut f) => out.append(&mut f),
                 None => out.push(not_implemented(&cat, id)),
             }
-            progress(((i + 1) * 100 / ids.len().max(1)) as u8);
+            at.report(scaled(base, i + 1, ids.len()));
         }
         order(&cat, &mut out);
         Ok(out)
+    }
+}
+
+/// `base`% plus `done / total` of what is left to 100%.
+pub fn scaled(base: u8, done: usize, total: usize) -> u8 {
+    let base = base.min(100) as usize;
+    (base + done.min(total) * (100 - base) / total.max(1)) as u8
+}
+
+/// Forwards progress that only goes up: a job's percentage never goes backwards.
+pub struct Monotonic<'a> {
+    pub last: u8,
+    out: &'a mut dyn FnMut(u8),
+}
+
+impl<'a> Monotonic<'a> {
+    pub fn new(from: u8, out: &'a mut dyn FnMut(u8)) -> Self {
+        Monotonic {
+            last: from.min(100),
+            out,
+        }
+    }
+
+    pub fn report(&mut self, p: u8) {
+        let p = p.min(100);
+        if p > self.last {
+            self.last = p;
+            (self.out)(p);
+        }
     }
 }
 
@@ -209,18 +309,26 @@ pub fn not_implemented(cat: &Catalog, probe: &str) -> Finding {
         outcome: "skip".into(),
         explained_by: Vec::new(),
         nodes: Vec::new(),
+        context_for: None,
         priority: 100,
     }
 }
 
-fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
+/// What the run holds, for the header, the charts and the follower's updates.
+pub fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
     let m = run.metrics();
     let mut names: Vec<String> = m.names().into_iter().map(String::from).collect();
     names.sort();
     names.dedup();
-    let series = names
+    let picked: Vec<&mltriage_probes::metrics::Series> =
+        names.iter().filter_map(|n| m.get(n)).collect();
+    let epoch_series = picked
         .iter()
-        .filter_map(|n| m.get(n))
+        .filter(|s| s.unit == mltriage_probes::metrics::Unit::Epoch)
+        .map(|s| s.name.clone())
+        .collect();
+    let series = picked
+        .into_iter()
         .map(|s| SeriesView {
             name: s.name.clone(),
             tag: s.tag.clone(),
@@ -231,6 +339,7 @@ fn summarize(run: &Run, facts: &Facts, device: &str) -> RunSummary {
     problems.dedup();
     let facts = check::effective_facts(run, facts);
     RunSummary {
+        epoch_series,
         root: run.root.display().to_string(),
         artifacts: run.artifacts.len(),
         checkpoints: run.checkpoints.iter().map(|c| c.step).collect(),
@@ -260,7 +369,7 @@ impl ProbeRunner for LiveRunner {
                 progress(10);
                 let device = self.compute().label;
                 let summary = summarize(self.run.as_ref().expect("attached"), &job.facts, &device);
-                let findings = match self.probes(&all, &job.facts, progress, cancel) {
+                let findings = match self.probes(&all, &job.facts, 10, true, progress, cancel) {
                     Ok(f) => f
                         .into_iter()
                         .filter(|f| f.message != "probe not implemented yet")
@@ -270,14 +379,21 @@ impl ProbeRunner for LiveRunner {
                 };
                 return JobOutput::Attached(Box::new(summary), findings);
             }
-            JobKind::Check => self.probes(&all, &job.facts, progress, cancel).map(|f| {
-                f.into_iter()
-                    .filter(|f| f.message != "probe not implemented yet")
-                    .collect()
-            }),
-            JobKind::Probe { probe } => {
-                self.probes(std::slice::from_ref(probe), &job.facts, progress, cancel)
-            }
+            JobKind::Check => self
+                .probes(&all, &job.facts, 0, true, progress, cancel)
+                .map(|f| {
+                    f.into_iter()
+                        .filter(|f| f.message != "probe not implemented yet")
+                        .collect()
+                }),
+            JobKind::Probe { probe } => self.probes(
+                std::slice::from_ref(probe),
+                &job.facts,
+                0,
+                false,
+                progress,
+                cancel,
+            ),
             JobKind::EntryCheck { entry } => {
                 let ids: Vec<String> = self
                     .cat
@@ -287,7 +403,7 @@ impl ProbeRunner for LiveRunner {
                 if ids.is_empty() {
                     return JobOutput::Failed(format!("no probe answers {entry}"));
                 }
-                self.probes(&ids, &job.facts, progress, cancel)
+                self.probes(&ids, &job.facts, 0, false, progress, cancel)
             }
             JobKind::Tensors => {
                 return match self.weights() {
@@ -300,6 +416,20 @@ impl ProbeRunner for LiveRunner {
                     Ok(w) => JobOutput::Histogram(Box::new(w.histogram(tensor))),
                     Err(e) => JobOutput::Failed(e),
                 }
+            }
+            JobKind::HistogramAt { tensor, steps } => {
+                let at = match self.ensure_run() {
+                    Ok(run) => super::weights::histogram_at(run, tensor, steps),
+                    Err(e) => return JobOutput::Failed(e),
+                };
+                // Steps with no checkpoint saved (a metric step): init vs newest instead.
+                return match at {
+                    Ok(h) => JobOutput::Histogram(Box::new(h)),
+                    Err(_) => match self.weights() {
+                        Ok(w) => JobOutput::Histogram(Box::new(w.histogram(tensor))),
+                        Err(e) => JobOutput::Failed(e),
+                    },
+                };
             }
             JobKind::BatchRows { file } => {
                 return match label_mask_rows(file, &job.facts) {

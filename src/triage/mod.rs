@@ -6,6 +6,8 @@
 
 pub mod batch_rows;
 pub mod check;
+pub mod evidence;
 pub mod jobs;
 pub mod walk;
+pub mod watch;
 pub mod weights;

@@ -31,6 +31,10 @@ pub struct Stop {
     /// findings name (fail first, then warn), with those entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_leads_to: Option<Lead>,
+    /// What the run said at this node when it could not decide it (a skipped probe, a warn
+    /// with no branch of its own): `label: measured`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_said: Option<String>,
 }
 
 /// Where the run's own findings lead at a choice node.
@@ -50,6 +54,7 @@ pub fn run_lead(tree: &crate::catalog::TreeDef, n: &NodeDef, findings: &[Finding
         let mut seen: std::collections::HashSet<&str> = Default::default();
         let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
         let mut entries: Vec<(&str, usize)> = Vec::new();
+        let mut probes: Vec<(&str, usize)> = Vec::new();
         while let Some((id, d)) = queue.pop_front() {
             if !seen.insert(id) || seen.len() > 10_000 {
                 continue;
@@ -58,10 +63,13 @@ pub fn run_lead(tree: &crate::catalog::TreeDef, n: &NodeDef, findings: &[Finding
                 if let Some(e) = node.entry.as_deref() {
                     entries.push((e, d));
                 }
+                if let Some(p) = node.probe.as_deref() {
+                    probes.push((p, d));
+                }
                 queue.extend(node.targets().into_iter().map(|t| (t, d + 1)));
             }
         }
-        entries
+        (entries, probes)
     };
     // The option that reaches the run's first-ranked finding (root causes come first), then the
     // most failing entries, the nearest fail, the most warned ones, the nearest: an option that
@@ -75,18 +83,24 @@ pub fn run_lead(tree: &crate::catalog::TreeDef, n: &NodeDef, findings: &[Finding
     );
     let mut best: Option<(Key, Lead)> = None;
     for o in &n.options {
-        let entries = below(&o.next);
-        let dist = |id: &str| entries.iter().find(|(e, _)| *e == id).map(|(_, d)| *d);
+        let (entries, probes) = below(&o.next);
+        // A finding is below an option when a node there concludes or asks about its entry,
+        // or asks its probe's question (a probe can fail an entry other than the node's).
+        let dist_of = |f: &Finding| {
+            let e = entries.iter().find(|(e, _)| *e == f.id).map(|(_, d)| *d);
+            let p = probes.iter().find(|(p, _)| *p == f.probe).map(|(_, d)| *d);
+            e.into_iter().chain(p).min()
+        };
         // Findings come root causes first: the rank of the first one below this option.
         let hits: Vec<(&Finding, usize)> = findings
             .iter()
             .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
-            .filter_map(|f| dist(&f.id).map(|d| (f, d)))
+            .filter_map(|f| dist_of(f).map(|d| (f, d)))
             .collect();
         let rank = findings
             .iter()
             .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
-            .position(|f| dist(&f.id).is_some())
+            .position(|f| dist_of(f).is_some())
             .unwrap_or(usize::MAX);
         if hits.is_empty() {
             continue;
@@ -224,6 +238,9 @@ pub fn walk_from(
                 .any(|o| o.label.eq_ignore_ascii_case(l) && o.next == next),
             _ => branch_for(n, l).is_some_and(|(_, to)| to == next),
         });
+        // A route step states what the run says at that node (the probe's verdict and its
+        // value, a fact), never the route's branch as if someone had answered it; the branch
+        // the route takes is kept beside it (`via`).
         let step = match said {
             Some((l, m, src)) if agrees => Step {
                 id: n.id.clone(),
@@ -232,24 +249,31 @@ pub fn walk_from(
                 measured: m,
                 source: src,
                 entry: n.entry.clone(),
+                via: None,
+                proposed: None,
             },
-            other => Step {
-                id: n.id.clone(),
-                question: question(cat, n),
-                answer: label.clone(),
-                measured: other
+            other => {
+                let (answer, measured) = other
                     .map(|(l, m, src)| {
                         let m = if m.is_empty() {
                             String::new()
                         } else {
                             format!(": {m}")
                         };
-                        format!("{} said {l}{m}", src.label())
+                        (l.clone(), format!("{} said {l}{m}", src.label()))
                     })
-                    .unwrap_or_default(),
-                source: Source::Route,
-                entry: n.entry.clone(),
-            },
+                    .unwrap_or_default();
+                Step {
+                    id: n.id.clone(),
+                    question: question(cat, n),
+                    answer,
+                    measured,
+                    source: Source::Route,
+                    entry: n.entry.clone(),
+                    via: Some(label.clone()),
+                    proposed: None,
+                }
+            }
         };
         above.push(step);
     }
@@ -285,6 +309,11 @@ fn cli_answer(
                 .unwrap_or_default()
             });
             let (l, m) = numeric_answer(fs, n, &probe);
+            if l == "skip" {
+                if let Some(a) = answered_elsewhere(cat, n, run, inp, cache) {
+                    return Some(a);
+                }
+            }
             Some((l, m, Source::Probe(probe)))
         }
         NodeKind::Fact => {
@@ -295,6 +324,65 @@ fn cli_answer(
         NodeKind::Choice | NodeKind::Leaf => None,
     }
 }
+
+/// A numeric node its own probe could not measure, answered by another probe that *failed*
+/// the node's entry on this run (a log that names the schema error answers "does the batch
+/// carry the trainer's keys?"): the branch other than pass and skip that leads nearest to a
+/// leaf of that entry. Warnings never answer for another probe (DESIGN §7).
+fn answered_elsewhere(
+    cat: &Catalog,
+    n: &NodeDef,
+    run: &Run,
+    inp: &Inputs,
+    cache: &mut HashMap<String, Vec<Finding>>,
+) -> Option<(String, String, Source)> {
+    let entry = n.entry.as_deref()?;
+    let tree = cat.trees.iter().find(|t| {
+        t.nodes
+            .iter()
+            .any(|x| x.id == n.id && x.branches == n.branches && x.probe == n.probe)
+    })?;
+    let all = cache.entry(ALL_FINDINGS.to_string()).or_insert_with(|| {
+        super::check::check(cat, run, inp.facts, inp.compute, inp.baseline).findings
+    });
+    let f = all.iter().find(|f| {
+        f.id == entry && f.status == Status::Fail && Some(f.probe.as_str()) != n.probe.as_deref()
+    })?;
+    let by_id: HashMap<&str, &NodeDef> = tree.nodes.iter().map(|x| (x.id.as_str(), x)).collect();
+    // Distance from `start` to the nearest leaf concluding `entry`.
+    let to_entry = |start: &str| -> Option<usize> {
+        let mut seen = std::collections::HashSet::new();
+        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
+        while let Some((id, d)) = queue.pop_front() {
+            if !seen.insert(id) || seen.len() > 10_000 {
+                continue;
+            }
+            let node = by_id.get(id)?;
+            if node.kind == NodeKind::Leaf && node.entry.as_deref() == Some(entry) {
+                return Some(d);
+            }
+            queue.extend(node.targets().into_iter().map(|t| (t, d + 1)));
+        }
+        None
+    };
+    let (label, _) = n
+        .branches
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "pass" | "skip" | "default") && !is_warn_label(k))
+        .filter_map(|(k, to)| to_entry(to).map(|d| (k.clone(), d)))
+        .min_by_key(|(_, d)| *d)?;
+    Some((
+        label,
+        format!(
+            "answered by probe {}, which failed {entry} on this run: {}",
+            f.probe, f.measured
+        ),
+        Source::Probe(f.probe.clone()),
+    ))
+}
+
+/// The cache key under which a walk keeps the whole run's findings (no probe has this id).
+const ALL_FINDINGS: &str = " all findings";
 
 pub fn auto_walk(cat: &Catalog, tree: &str, inp: &Inputs) -> Result<WalkResult, WalkError> {
     auto_walk_on(cat, Walk::start(cat, tree)?, inp, &mut HashMap::new())
@@ -338,6 +426,7 @@ fn auto_walk_on(
             needs,
             options: opts.clone(),
             run_leads_to: None,
+            run_said: None,
         };
         let Some((label, measured, source)) = cli_answer(cat, &n, inp, cache) else {
             let needs = match n.kind {
@@ -355,6 +444,31 @@ fn auto_walk_on(
             }
             return Ok(result(&w, None, Some(st)));
         };
+        // A skipped probe (or a warn walking on as pass) whose branch is a leaf would
+        // conclude on nothing measured: stop and ask instead.
+        if let Source::Probe(p) = &source {
+            let next = branch_for(&n, &label).map(|(_, to)| to.to_string());
+            let skipped = label == "skip";
+            let warned_on = measured.contains(crate::trees::WALKED_ON);
+            if next.is_some_and(|to| w.ends_unmeasured(&to, skipped, warned_on)) {
+                let why = if skipped {
+                    format!(
+                        "probe {p} could not measure it ({})",
+                        measured.trim_start_matches("not measured: ")
+                    )
+                } else {
+                    format!(
+                        "probe {p} warned ({measured}) but this node has no branch for a warning"
+                    )
+                };
+                let mut st = stop(format!(
+                    "an answer: {why}, and its branch would conclude on that — answer it with --answer {}=LABEL",
+                    n.id
+                ));
+                st.run_said = Some(format!("{label}: {measured}"));
+                return Ok(result(&w, None, Some(st)));
+            }
+        }
         match w.answer(cat, &label, &measured, source.clone()) {
             Ok(()) => {}
             Err(WalkError::NoBranch { .. }) => {

@@ -344,6 +344,44 @@ impl RunWeights {
     }
 }
 
+/// `name` in the checkpoints the run saved at `steps` (the ones a finding compared or
+/// measured), binned over their shared range: two steps are `before` and `after`, one is
+/// `measured`. Steps with no weights saved are left out; none found is an error.
+pub fn histogram_at(run: &Run, name: &str, steps: &[u64]) -> Result<TensorHist, String> {
+    let label = |i: usize| match (steps.len(), i) {
+        (2, 0) => "before",
+        (2, _) => "after",
+        _ => "measured",
+    };
+    let mut sides: Vec<(Weights, HistSide)> = Vec::new();
+    for (i, &step) in steps.iter().enumerate() {
+        let Some(c) = run
+            .checkpoints
+            .iter()
+            .rfind(|c| !c.weights.is_empty() && !c.step_unknown && c.step == step)
+        else {
+            continue;
+        };
+        let w = Weights::open(c);
+        let side = w.side(label(i), name);
+        sides.push((w, side));
+    }
+    if sides.is_empty() {
+        let list: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
+        return Err(format!("no checkpoint weights at step {}", list.join(", ")));
+    }
+    let (lo, hi) = shared_range(sides.iter().filter_map(|(_, s)| s.stats.as_ref()));
+    for (w, s) in &mut sides {
+        w.bin(s, name, lo, hi);
+    }
+    Ok(TensorHist {
+        tensor: name.to_string(),
+        lo,
+        hi,
+        sides: sides.into_iter().map(|(_, s)| s).collect(),
+    })
+}
+
 /// Merge (or widen) `bins` to exactly `cols` columns; every count lands in one column.
 pub fn resample(bins: &[u64], cols: usize) -> Vec<u64> {
     if cols == 0 || bins.is_empty() {

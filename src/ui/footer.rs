@@ -13,7 +13,8 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let items: Vec<(String, &str)> = match (&app.overlay, &app.screen) {
         (Overlay::Help { .. }, _) => vec![("type".into(), "filter"), ("Esc".into(), "close")],
         (Overlay::FirstRun, _) => vec![
-            ("any key".into(), "close"),
+            ("Esc".into(), "close"),
+            ("other keys".into(), "close and act"),
             (k(Action::Search), "search"),
             (k(Action::Help), "help"),
         ],
@@ -38,7 +39,14 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             ("Enter".into(), "open"),
             ("ctrl-w".into(), "walk from here"),
             ("↑↓".into(), "move"),
-            ("Tab".into(), "fuzzy"),
+            (
+                "Tab".into(),
+                if app.search.fuzzy {
+                    "full-text"
+                } else {
+                    "fuzzy"
+                },
+            ),
             ("ctrl-d".into(), "domain"),
             ("Esc".into(), "back"),
         ],
@@ -62,6 +70,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             let leaf = app.walk.as_ref().is_some_and(|w| w.walk.is_leaf());
             if leaf {
                 vec![
+                    (format!("{}/{}", k(Action::Down), k(Action::Up)), "scroll"),
                     (k(Action::ExportMd), "export md"),
                     (k(Action::ExportJson), "json"),
                     (k(Action::Select), "entry"),
@@ -70,7 +79,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     (k(Action::Help), "help"),
                 ]
             } else {
-                vec![
+                let leads = app
+                    .walk
+                    .as_ref()
+                    .is_some_and(|w| w.lead.is_some() || w.run_disagrees().is_some());
+                let mut v = vec![
                     (k(Action::Select), "confirm"),
                     (k(Action::Override), "override"),
                     (k(Action::WalkBack), "back"),
@@ -78,7 +91,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     ("Esc".into(), "cancel/leave"),
                     (k(Action::ExportMd), "export"),
                     (k(Action::Help), "help"),
-                ]
+                ];
+                if leads {
+                    v.insert(2, (k(Action::WalkFrom), "run leads"));
+                }
+                v
             }
         }
         (_, Screen::Run) => vec![
@@ -89,11 +106,26 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             ),
             (k(Action::Select), "open"),
             (k(Action::WalkFrom), "walk from"),
+            (k(Action::Series), "series"),
             (k(Action::Check), "re-check"),
+            (k(Action::LogScale), "log scale"),
             (k(Action::Back), "back"),
             (k(Action::Help), "help"),
         ],
     };
+    // Too wide for the terminal: drop the items just before the last two (help and quit, or
+    // back and help), which must stay reachable at any width.
+    let mut items = items;
+    let width = |items: &[(String, &str)]| -> usize {
+        items
+            .iter()
+            .map(|(k, w)| k.chars().count() + w.chars().count() + 3)
+            .sum()
+    };
+    while width(&items) > area.width as usize && items.len() > 3 {
+        let at = items.len() - 3;
+        items.remove(at);
+    }
     let mut spans = Vec::new();
     for (key, what) in items {
         spans.push(Span::styled(key, t.key()));

@@ -66,13 +66,23 @@ fn summary_line(app: &App, area: Rect, buf: &mut Buffer) {
             if !s.profile.is_empty() {
                 spans.push(Span::styled(format!("  · {}", s.profile), t.dim()));
             }
+            let steps = match s.max_step {
+                Some(m) => format!("steps ≤ {m}"),
+                None => S::NO_STEPS.to_string(),
+            };
+            // A single file with nothing to judge (a config.json): say what was given and
+            // what to give instead, first, where a narrow terminal does not cut it.
+            let one_file = s.max_step.is_none()
+                && s.series.is_empty()
+                && s.checkpoints.is_empty()
+                && app.run.attached.as_deref().is_some_and(|p| p.is_file());
+            if one_file {
+                spans.insert(1, Span::styled(format!("  {}", S::RUN_ONE_FILE), t.error()));
+            }
             spans.push(Span::raw(format!(
-                "  · {} artifacts · {} checkpoints · steps ≤ {} · {} series · {} ({})",
+                "  · {} artifacts · {} checkpoints · {steps} · {} series · {} ({})",
                 s.artifacts,
                 s.checkpoints.len(),
-                s.max_step
-                    .map(|m| m.to_string())
-                    .unwrap_or_else(|| "?".into()),
                 s.series.len(),
                 s.device,
                 mltriage_probes::device::BuildInfo::current().label()
@@ -142,15 +152,14 @@ pub fn findings_pane(app: &App, focused: bool, area: Rect, buf: &mut Buffer) {
                     }),
                     Span::styled(format!("{m} {:<4} ", f.status.as_str()), st),
                     Span::styled(format!("{:<6}", f.id), t.key()),
-                    Span::raw(format!("{}  ", f.title)),
-                    Span::styled(
-                        if f.measured.is_empty() {
-                            f.message.clone()
-                        } else {
-                            format!("{} ({})", f.measured, f.message)
-                        },
-                        t.dim(),
-                    ),
+                    // The measured value first: on a narrow terminal the row's end is cut,
+                    // and the title is what the entry screen repeats.
+                    Span::raw(if f.measured.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{}  ", crate::look::numbers::tame_numbers(&f.measured))
+                    }),
+                    Span::styled(format!("{} · {}", f.title, f.message), t.dim()),
                 ]);
                 if focused && i == sel {
                     l = l.style(t.selected());

@@ -2,6 +2,7 @@
 //! One module per screen, plus the overlays (help, palette) and the footer; the words and
 //! styles come from `crate::look`. Below 40×10 only a "terminal too small" notice is drawn.
 
+pub mod chart;
 pub mod entry;
 pub mod footer;
 pub mod help;
@@ -9,6 +10,7 @@ pub mod home;
 pub mod palette;
 pub mod run;
 pub mod search;
+pub mod series_picker;
 pub mod walk;
 pub mod weights;
 
@@ -106,18 +108,31 @@ impl App {
             ));
         }
         // Checkpoint bytes being read by the tensor pass (a check, a weights view).
-        let p = mltriage_probes::tensors::pass::progress().snapshot();
-        if let Some(pct) = (100 * p.live_done.min(p.live_total)).checked_div(p.live_total) {
+        // The whole plan's bytes since this app's jobs began, never going backwards.
+        if let Some((pct, total)) = self.pass.shown() {
             spans.push(Span::styled(
-                format!(
-                    "   {} {pct}% of {:.1} GB",
-                    S::TENSOR_PASS,
-                    p.live_total as f64 / 1e9
-                ),
+                format!("   {} {pct}% of {}", S::TENSOR_PASS, bytes_text(total)),
                 t.dim(),
             ));
         }
+        // Follow mode: the last step seen and how long ago (`app/follow.rs`).
+        if let Some(f) = &self.follow.header {
+            spans.push(Span::styled(t.sep(), t.dim()));
+            spans.push(Span::styled(f.clone(), t.dim()));
+        }
         Line::from(spans).render(area, buf);
+    }
+}
+
+/// `2.1 GB`, `340 MB`, `12 kB`.
+pub fn bytes_text(n: u64) -> String {
+    let n = n as f64;
+    if n >= 1e9 {
+        format!("{:.1} GB", n / 1e9)
+    } else if n >= 1e6 {
+        format!("{:.0} MB", n / 1e6)
+    } else {
+        format!("{:.0} kB", (n / 1e3).max(1.0))
     }
 }
 

@@ -1,258 +1,35 @@
-//! Run: loss, grad-norm and learning-rate charts from the run's metric logs, with the
-//! playbook's threshold bands drawn as lines and anomalies (points the findings name, or
-//! outside the band) marked; the weights pane beside them (a checkpoint tensor's histogram,
-//! init vs now); the findings list below (Tab cycles charts → findings → tensors, Enter
-//! opens a finding's entry). Narrower than 60 columns the weights replace the charts while
-//! their pane has the focus.
+//! Run: the metric charts — loss, grad norm and learning rate as the probes read them
+//! (`learning_rate` is Lightning's `lr-AdamW/pg1` when that is what the run logs), and first
+//! the series chosen in the picker (`s`), each drawn by [`super::chart`] with the band of the
+//! probe that judged it; the weights pane beside them (a checkpoint tensor's histogram, init
+//! vs now); the findings list below (Tab cycles charts → findings → tensors, Enter opens a
+//! finding's entry). As many charts as fit (at least one, with its values in words when even
+//! that is short); narrower than 60 columns the weights replace the charts while their pane
+//! has the focus.
 
-use mltriage_probes::probe::Status;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::symbols::Marker;
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget};
 
-use super::{fmt, home::findings_pane, pane, strings as S, weights};
+pub use super::chart::{series_chart, SeriesChart};
+use super::{home::findings_pane, pane, series_picker, strings as S, weights};
 use crate::app::App;
-use crate::catalog::Threshold;
-use crate::findings::Finding;
-use crate::triage::jobs::SeriesView;
 
-/// One chart: canonical metric name, title, probe-id prefixes whose findings mark it.
+/// The default charts: canonical metric name, title, probe-id prefixes whose findings
+/// judge it.
 const CHARTS: [(&str, &str, &[&str]); 3] = [
     ("loss", "loss", &["init_loss", "loss_"]),
-    ("grad_norm", "grad norm", &["first_grad_norm", "grad_norm"]),
+    (
+        "grad_norm",
+        "grad norm",
+        &["first_grad_norm", "grad_norm_band", "grad_norm_spikes"],
+    ),
     ("learning_rate", "learning rate", &["lr_"]),
 ];
 
-fn threshold(app: &App, probe: &str, key: &str) -> Option<f64> {
-    match app.cat.probe(probe)?.thresholds.get(key)? {
-        Threshold::Num(v) => Some(*v),
-        Threshold::Text(s) => s.parse().ok(),
-    }
-}
-
-/// (low, high) band for a metric, when the playbook and facts give one.
-fn band(app: &App, metric: &str) -> Option<(f64, f64, String)> {
-    match metric {
-        "grad_norm" => Some((
-            threshold(app, "first_grad_norm", "pass_lo")?,
-            threshold(app, "first_grad_norm", "pass_hi")?,
-            "first-step band".into(),
-        )),
-        "loss" => {
-            let v = app
-                .all_facts()
-                .f64("vocab_size")
-                .or_else(|| app.all_facts().f64("num_classes"))?;
-            let l = v.max(2.0).ln();
-            Some((l - 0.5, l + 0.5, format!("ln V = {l:.2} ± 0.5")))
-        }
-        "learning_rate" => {
-            let m = app.all_facts().f64("lr_max")?;
-            Some((m * 0.95, m * 1.05, "lr_max ± 5%".into()))
-        }
-        _ => None,
-    }
-}
-
-/// One metric chart: the run screen draws three, the walk screen the one that answered
-/// its question.
-pub struct SeriesChart<'a> {
-    /// Canonical metric name (`loss`, `grad_norm`, `learning_rate`).
-    pub metric: &'a str,
-    pub title: &'a str,
-    /// Findings whose failing/warning evidence steps are marked on the curve…
-    pub findings: &'a [Finding],
-    /// …when their probe id starts with one of these.
-    pub probes: &'a [&'a str],
-    /// Only steps in this range (e.g. the first steps for the step-0 loss).
-    pub window: Option<(f64, f64)>,
-    /// A reference curve drawn beside the series (the declared LR schedule).
-    pub reference: Option<(String, Vec<(f64, f64)>)>,
-}
-
-/// A step as an integer label.
-fn step_label(x: f64) -> String {
-    format!("{}", x.round() as i64)
-}
-
-pub fn series_chart(app: &App, c: &SeriesChart, area: Rect, buf: &mut Buffer) {
-    let t = &app.theme;
-    let (metric, title) = (c.metric, c.title);
-    let series: Option<&SeriesView> = app
-        .run
-        .summary
-        .as_ref()
-        .and_then(|s| s.series.iter().find(|x| x.name == metric));
-    let block = pane(app, title, false);
-    let Some(s) = series.filter(|s| !s.points.is_empty()) else {
-        let inner = block.inner(area);
-        block.render(area, buf);
-        Line::styled(S::NO_SERIES, t.dim()).render(inner, buf);
-        return;
-    };
-    let in_window = |x: f64| c.window.is_none_or(|(a, b)| x >= a && x <= b);
-    let data: Vec<(f64, f64)> = s
-        .points
-        .iter()
-        .copied()
-        .filter(|p| p.1.is_finite() && in_window(p.0))
-        .collect();
-    let shown = s.points.iter().filter(|p| in_window(p.0)).count();
-    let nonfinite = shown - data.len();
-    let (x0, x1) = (
-        data.first().map(|p| p.0).unwrap_or(0.0),
-        data.last()
-            .map(|p| p.0)
-            .unwrap_or(1.0)
-            .max(data.first().map(|p| p.0 + 1.0).unwrap_or(1.0)),
-    );
-    let reference: Vec<(f64, f64)> = c
-        .reference
-        .as_ref()
-        .map(|(_, v)| {
-            v.iter()
-                .copied()
-                .filter(|p| p.1.is_finite() && in_window(p.0))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut y0 = data
-        .iter()
-        .chain(&reference)
-        .map(|p| p.1)
-        .fold(f64::INFINITY, f64::min);
-    let mut y1 = data
-        .iter()
-        .chain(&reference)
-        .map(|p| p.1)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let band = band(app, metric);
-    if let Some((lo, hi, _)) = &band {
-        y0 = y0.min(*lo);
-        y1 = y1.max(*hi);
-    }
-    if !y0.is_finite() || !y1.is_finite() {
-        (y0, y1) = (0.0, 1.0);
-    }
-    if y1 - y0 <= y0.abs() * 1e-9 {
-        let pad = if y0 == 0.0 { 1.0 } else { y0.abs() * 0.1 };
-        y1 = y0 + pad;
-        y0 -= pad;
-    }
-    // Anomalies: steps named by failing/warning findings of this chart's probes, and
-    // points outside the band.
-    let mut anomalies: Vec<(f64, f64)> = Vec::new();
-    for f in c.findings {
-        if !matches!(f.status, Status::Fail | Status::Warn)
-            || !c.probes.iter().any(|p| f.probe.starts_with(p))
-        {
-            continue;
-        }
-        for ev in &f.evidence {
-            if let Some((a, _)) = ev.steps {
-                if let Some(p) = data.iter().find(|p| p.0 >= a as f64) {
-                    anomalies.push(*p);
-                }
-            }
-        }
-    }
-    if let Some((lo, hi, _)) = &band {
-        if metric == "grad_norm" {
-            anomalies.extend(
-                data.iter()
-                    .filter(|p| p.1 > *hi * 10.0 || p.1 < *lo / 10.0)
-                    .take(50),
-            );
-        }
-    }
-    let band_lines: Vec<[(f64, f64); 2]> = band
-        .iter()
-        .flat_map(|(lo, hi, _)| [[(x0, *lo), (x1, *lo)], [(x0, *hi), (x1, *hi)]])
-        .collect();
-    let mut datasets = vec![Dataset::default()
-        .marker(Marker::Braille)
-        .graph_type(GraphType::Line)
-        .style(t.series(0))
-        .data(&data)];
-    // The legend sits on its own line under the plot: it never covers the curve.
-    let mut legend = vec![Span::styled(format!("━ {}", s.tag), t.series(0))];
-    if !reference.is_empty() {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(t.series(1))
-                .data(&reference),
-        );
-        let name = c.reference.as_ref().map(|r| r.0.as_str()).unwrap_or("");
-        legend.push(Span::styled(format!("  ━ {name}"), t.series(1)));
-    }
-    for l in &band_lines {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(t.band())
-                .data(l),
-        );
-    }
-    if let Some(b) = &band {
-        legend.push(Span::styled(format!("  ─ {} {}", S::BAND, b.2), t.band()));
-    }
-    if !anomalies.is_empty() {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Block)
-                .graph_type(GraphType::Scatter)
-                .style(t.error())
-                .data(&anomalies),
-        );
-        legend.push(Span::styled(
-            format!("  █ {} ×{}", S::ANOMALY, anomalies.len()),
-            t.error(),
-        ));
-    }
-    let mut title = format!("{title} ({} pts", shown);
-    if nonfinite > 0 {
-        title.push_str(&format!(", ✗ {nonfinite} non-finite"));
-    }
-    if let Some(a) = anomalies.first() {
-        title.push_str(&format!(", █ {} at step {}", S::ANOMALY, step_label(a.0)));
-    }
-    title.push(')');
-    let block = pane(app, &title, false);
-    let inner = block.inner(area);
-    block.render(area, buf);
-    let legend_h = u16::from(inner.height >= 5);
-    let [plot, legend_area] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(legend_h)]).areas(inner);
-    // Small charts drop the x labels to keep room for the curve.
-    let x_labels = if plot.height >= 4 {
-        vec![Span::raw(step_label(x0)), Span::raw(step_label(x1))]
-    } else {
-        Vec::new()
-    };
-    Chart::new(datasets)
-        .x_axis(
-            Axis::default()
-                .bounds([x0, x1])
-                .labels(x_labels)
-                .style(t.dim()),
-        )
-        .y_axis(
-            Axis::default()
-                .bounds([y0, y1])
-                .labels([Span::raw(fmt(y0)), Span::raw(fmt(y1))])
-                .style(t.dim()),
-        )
-        .legend_position(None)
-        .render(plot, buf);
-    if legend_h > 0 {
-        Line::from(legend).render(legend_area, buf);
-    }
-}
+/// Rows a chart needs to show its curve, its value labels and its legend.
+const CHART_ROWS: u16 = 5;
 
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
@@ -265,7 +42,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     }
     let findings_h = (app.run.findings.len() as u16 + 2)
         .clamp(3, 8)
-        .min(area.height / 4);
+        .min(area.height / 3);
     let [top, below] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(findings_h)]).areas(area);
     // Weights beside the charts; a narrow terminal shows one or the other (the focus picks).
@@ -280,8 +57,33 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let [charts, weights_area] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(weights_w)]).areas(top);
     if charts.width > 0 {
-        let rows = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(charts);
-        for (i, (m, title, probes)) in CHARTS.iter().enumerate() {
+        let summary = app.run.summary.as_ref();
+        // The default chart drawing the picked series (the one the probes read), if any.
+        let picked = app.run.picked.as_deref();
+        let default_of = |p: &str| {
+            CHARTS.iter().position(|(m, _, _)| {
+                summary
+                    .and_then(|s| s.series_for(m))
+                    .is_some_and(|s| s.name == p)
+            })
+        };
+        let mut slots: Vec<(&str, &str, &[&str])> = Vec::new();
+        let mut rest: Vec<(&str, &str, &[&str])> = CHARTS.to_vec();
+        match picked.map(|p| (p, default_of(p))) {
+            // A default chart the picker chose moves to the top.
+            Some((_, Some(i))) => slots.push(rest.remove(i)),
+            Some((p, None)) => {
+                let tag = summary
+                    .and_then(|s| s.series_for(p))
+                    .map_or(p, |s| s.tag.as_str());
+                slots.push((p, tag, &[]));
+            }
+            None => {}
+        }
+        slots.extend(rest);
+        let n = (charts.height / CHART_ROWS).clamp(1, 3) as usize;
+        let rows = Layout::vertical(vec![Constraint::Ratio(1, n as u32); n]).split(charts);
+        for (i, (m, title, probes)) in slots.iter().take(n).enumerate() {
             let c = SeriesChart {
                 metric: m,
                 title,
@@ -297,4 +99,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         weights::render(app, weights_focused, weights_area, buf);
     }
     findings_pane(app, app.run.pane == 1, below, buf);
+    if app.run.picker.is_some() {
+        series_picker::render(app, area, buf);
+    }
 }

@@ -1,5 +1,6 @@
 //! Search: the query line (full-text with highlighted snippets, or the fuzzy id/title
-//! filter with Tab), the domain filter, and the results as you type.
+//! filter with Tab), the domain filter, and the results as you type; with a run attached each
+//! hit carries the run's mark for its entry (✗ fail, ! warn, ✓ pass; blank when unjudged).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -44,7 +45,12 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     }
     if s.results.is_empty() {
         if !s.query.trim().is_empty() {
-            Line::styled(S::NO_RESULTS, t.dim()).render(inner, buf);
+            let none = if s.fuzzy {
+                S::NO_RESULTS_FUZZY
+            } else {
+                S::NO_RESULTS
+            };
+            Line::styled(none, t.dim()).render(inner, buf);
         }
         return;
     }
@@ -54,9 +60,27 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         Line::styled(S::NO_CONFIDENT_MATCH, t.dim()).render(inner, buf);
         inner.y += 1;
         inner.height -= 1;
+        if inner.height > 4 {
+            Line::styled(S::BROWSE_CATALOG_HINT, t.dim()).render(inner, buf);
+            inner.y += 1;
+            inner.height -= 1;
+        }
     }
     // Two rows per full-text hit (title, snippet); one per fuzzy row.
     let per = if s.fuzzy { 1 } else { 2 };
+    let marked = s.results.iter().any(|r| r.mark.is_some());
+    let mark = |r: &crate::app::ResultRow| -> Option<Span<'static>> {
+        if !marked {
+            return None;
+        }
+        Some(match r.mark {
+            Some(st) => {
+                let (m, style) = t.mark(st);
+                Span::styled(format!("{m} "), style)
+            }
+            None => Span::raw("  "),
+        })
+    };
     let visible = (inner.height as usize / per).max(1);
     let skip = scroll_for(s.sel, visible);
     let mut lines = Vec::new();
@@ -68,6 +92,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         let ptr = Span::raw(if sel { t.pointer() } else { " " });
         if s.fuzzy {
             let mut spans = vec![ptr];
+            spans.extend(mark(r));
             spans.extend(highlighted(
                 &r.text,
                 &r.highlights,
@@ -78,14 +103,15 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             let l = Line::from(spans);
             lines.push(if sel { l.style(t.selected()) } else { l });
         } else {
-            let l = Line::from(vec![
-                ptr,
-                Span::styled(format!("{:<6}", e.id), t.key()),
-                Span::raw(e.title.clone()),
-                Span::styled(format!("  [{}]", e.domain), t.dim()),
-            ]);
+            let mut spans = vec![ptr];
+            spans.extend(mark(r));
+            spans.push(Span::styled(format!("{:<6}", e.id), t.key()));
+            spans.push(Span::raw(e.title.clone()));
+            spans.push(Span::styled(format!("  [{}]", e.domain), t.dim()));
+            let l = Line::from(spans);
             lines.push(if sel { l.style(t.selected()) } else { l });
-            let mut spans = vec![Span::raw("       ")];
+            let indent = if marked { "         " } else { "       " };
+            let mut spans = vec![Span::raw(indent)];
             spans.extend(highlighted(&r.text, &r.highlights, t.dim(), t.highlight()));
             lines.push(Line::from(spans));
         }

@@ -13,8 +13,9 @@ use super::run::{series_chart, SeriesChart};
 use super::{find_words, highlighted, pane, strings as S, weights};
 use crate::app::{App, NodeChart, WalkState};
 use crate::catalog::NodeKind;
-use crate::trees::question;
+use crate::trees::{question, target_words};
 use crate::triage::batch_rows::BatchRows;
+use mltriage_probes::probe::Status;
 
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
@@ -23,7 +24,16 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let [crumb, main, path] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(6),
-        Constraint::Length((w.path.len() as u16 + 2).clamp(3, 7).min(area.height / 4)),
+        // Tab opens the path: then it may take half the screen.
+        Constraint::Length({
+            let rows = w.path.len() as u16 + 2 + u16::from(w.from.is_some());
+            let cap = if ws.path_open {
+                area.height / 2
+            } else {
+                7.min(area.height / 4)
+            };
+            rows.min(cap).max(3)
+        }),
     ])
     .areas(area);
 
@@ -66,15 +76,36 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         if let Some(note) = &node.note {
             lines.push(Line::raw(note.clone()));
         }
+        // The claim's evidence: what the run's failing or warning probes measured for this
+        // entry, with the files, steps and tensors they read.
+        let found: Vec<&crate::findings::Finding> = app
+            .run
+            .findings
+            .iter()
+            .filter(|f| f.id == id && matches!(f.status, Status::Fail | Status::Warn))
+            .collect();
+        if !found.is_empty() {
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(S::EVIDENCE, t.heading()));
+            for f in found.iter().take(3) {
+                let (m, style) = t.mark(f.status);
+                lines.push(Line::from(vec![
+                    Span::styled(format!("{m} {} ", f.probe), style),
+                    Span::raw(crate::look::numbers::tame_numbers(&f.measured)),
+                ]));
+                for ev in f.evidence.iter().take(3) {
+                    lines.push(Line::styled(format!("  {}", ev.render()), t.dim()));
+                }
+            }
+        }
         if let Some(e) = entry {
             lines.push(Line::raw(""));
             lines.push(Line::styled(S::FIX, t.heading()));
             let hl = find_words(&e.fix, &e.knobs);
             lines.push(Line::from(highlighted(&e.fix, &hl, Style::new(), t.knob())));
         }
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .render(inner, buf);
+        scrolled(app, lines, ws.scroll, inner, buf);
+        path_pane(app, ws, path, buf);
         return;
     }
 
@@ -82,19 +113,26 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         Span::styled(format!("{} ", node.id), t.key()),
         Span::styled(question(&app.cat, node), t.title()),
     ]));
+    // The threshold and where the answer comes from go after the verdict on a small
+    // terminal, so the measured value stays on screen; before it otherwise.
+    let small = area.height < 20 || ws.chart.is_some();
+    let mut detail: Vec<Line> = Vec::new();
     if let Some(th) = entry.and_then(|e| e.threshold.clone()) {
-        lines.push(Line::from(vec![
+        detail.push(Line::from(vec![
             Span::styled(format!("{}: ", S::THRESHOLD), t.heading()),
             Span::raw(th),
         ]));
     }
     if let Some(p) = &node.probe {
-        lines.push(Line::styled(format!("probe: {p}"), t.dim()));
+        detail.push(Line::styled(format!("probe: {p}"), t.dim()));
     }
     if let Some(f) = &node.fact {
-        lines.push(Line::styled(format!("fact: {f}"), t.dim()));
+        detail.push(Line::styled(format!("fact: {f}"), t.dim()));
     }
-    lines.push(Line::raw(""));
+    if !small {
+        lines.append(&mut detail);
+        lines.push(Line::raw(""));
+    }
 
     let running = ws.job.and_then(|id| app.jobs.iter().find(|j| j.id == id));
     if let Some(p) = &w.proposal {
@@ -105,7 +143,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 spans.push(Span::styled(format!("{m} {} ", st.as_str()), style));
             }
             if !p.measured.is_empty() {
-                spans.push(Span::raw(format!("{} {}", S::MEASURED, p.measured)));
+                spans.push(Span::raw(format!(
+                    "{} {}",
+                    S::MEASURED,
+                    crate::look::numbers::tame_numbers(&p.measured)
+                )));
             }
             if !p.expected.is_empty() {
                 spans.push(Span::styled(
@@ -121,7 +163,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             let next = if p.next.is_empty() {
                 "—".to_string()
             } else {
-                p.next.clone()
+                target_words(&app.cat, &w.tree, &p.next)
             };
             lines.push(Line::from(vec![
                 Span::styled(format!("{}: ", S::PROPOSED), t.heading()),
@@ -130,6 +172,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             ]));
         }
     }
+    lines.append(&mut detail);
     if let Some(input) = &ws.fact_input {
         lines.push(Line::styled(S::FACT_PROMPT, t.heading()));
         lines.push(Line::from(vec![
@@ -157,10 +200,40 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 Span::raw(if sel { t.pointer() } else { " " }),
                 Span::styled(format!("{}. ", i + 1), t.key()),
                 Span::raw(label.clone()),
-                Span::styled(format!(" {} {next}", S::LEADS_TO), t.dim()),
+                Span::styled(
+                    format!(" {} {}", S::LEADS_TO, target_words(&app.cat, &w.tree, next)),
+                    t.dim(),
+                ),
             ]);
             lines.push(if sel { l.style(t.selected()) } else { l });
         }
+    }
+
+    if let Some(l) = &ws.lead {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{}: ", S::RUN_LEADS), t.heading()),
+            Span::styled(l.option.clone(), t.key()),
+            Span::styled(format!(" ({})", l.because.join(", ")), t.dim()),
+        ]));
+    }
+    if let Some((_, st)) = ws.run_disagrees() {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{}: ", S::RUN_LEADS), t.heading()),
+            Span::raw(format!(
+                "{} {} {} {} ",
+                st.id,
+                S::RUN_SAID,
+                st.answer,
+                S::LEADS_TO
+            )),
+            Span::raw(
+                w.node_by_id(&st.id)
+                    .and_then(|n| crate::trees::branch_for(n, &st.answer))
+                    .map(|(_, to)| target_words(&app.cat, &w.tree, to))
+                    .unwrap_or_default(),
+            ),
+            Span::styled(format!("  {}", S::RUN_LEADS_KEY), t.dim()),
+        ]));
     }
 
     let gauge_h = u16::from(running.is_some()) * 2;
@@ -172,10 +245,17 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     // With a chart to draw, the question wraps (at most 3 rows) and every other line takes
     // one row, so the statistic that answered gets the rest (at least 5 rows).
     let with_chart = ws.chart.is_some() && running.is_none() && !show_choices;
-    let q_h = wrapped_h(&lines[..1]).min(3);
-    let compact_h = q_h + lines.len().saturating_sub(1) as u16;
+    let q_h = wrapped_h(&lines[..1]).min(if small { 2 } else { 3 });
+    let compact_h = q_h + wrapped_h(&lines[1..]);
+    // The chart keeps at least half the panel on a terminal tall enough for both; the text
+    // above it scrolls (j/k) when it does not fit.
     let chart_h = if with_chart {
-        inner.height.saturating_sub(compact_h + gauge_h)
+        let rest = inner.height.saturating_sub(compact_h + gauge_h);
+        if inner.height >= 12 {
+            rest.max(inner.height / 2)
+        } else {
+            rest
+        }
     } else {
         0
     };
@@ -186,19 +266,23 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         Constraint::Length(gauge_h),
     ])
     .areas(inner);
-    if chart_h > 0 {
+    if chart_h > 0 || text.height < 8 {
+        // The question keeps at most a few rows (one on a tiny terminal), so the verdict with
+        // its measured value comes next; the rest scrolls.
+        let q_h = if text.height < 8 { 1 } else { q_h };
         let [q, rest] = Layout::vertical([Constraint::Length(q_h), Constraint::Min(0)]).areas(text);
         let mut lines = lines;
         let rest_lines = lines.split_off(1);
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
             .render(q, buf);
-        Paragraph::new(rest_lines).render(rest, buf);
-        node_chart(app, ws, chart_area, buf);
+        // Evidence and fix text wrap at the panel edge, as in the override list.
+        scrolled(app, rest_lines, ws.scroll, rest, buf);
+        if chart_h > 0 {
+            node_chart(app, ws, chart_area, buf);
+        }
     } else {
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .render(text, buf);
+        scrolled(app, lines, ws.scroll, text, buf);
     }
     if let Some(j) = running {
         Gauge::default()
@@ -212,15 +296,55 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             .render(Rect { height: 1, ..gauge }, buf);
     }
 
-    // The path so far, with each answer and where it came from; the route above a "walk
-    // from here" start is one line until Tab opens it.
+    path_pane(app, ws, path, buf);
+}
+
+/// Wrapped text scrolled by `scroll` rows (j/k), clamped so the last row stays on screen;
+/// when more lies below, the last row says so.
+fn scrolled(app: &App, lines: Vec<Line>, scroll: u16, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let total: u16 = lines
+        .iter()
+        .map(|l| (l.width() as u16).div_ceil(area.width).max(1))
+        .sum();
+    let max = total.saturating_sub(area.height);
+    let scroll = scroll.min(max);
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((scroll, 0))
+        .render(area, buf);
+    if scroll < max && area.height > 1 {
+        let hint = if area.width >= 60 {
+            format!("↓ {} · {}", S::MORE_BELOW, S::SCROLL_HINT)
+        } else {
+            format!("↓ {}", S::SCROLL_HINT)
+        };
+        let w = (hint.chars().count() as u16).min(area.width);
+        let r = Rect {
+            x: area.x + area.width - w,
+            y: area.y + area.height - 1,
+            width: w,
+            height: 1,
+        };
+        ratatui::widgets::Clear.render(r, buf);
+        Line::styled(hint, app.theme.dim()).render(r, buf);
+    }
+}
+
+/// The path so far, with each answer and where it came from; the route above a "walk from
+/// here" start is one line until Tab opens it.
+fn path_pane(app: &App, ws: &WalkState, path: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let w = &ws.walk;
     let block = pane(app, S::PATH, false);
     let inner = block.inner(path);
     block.render(path, buf);
     let step_line = |s: &crate::trees::Step| {
         Line::from(vec![
             Span::styled(format!("{:<16}", s.id), t.key()),
-            Span::raw(format!("{} ", s.answer)),
+            Span::raw(format!("{} ", s.shown_answer())),
             Span::styled(
                 format!(
                     "{}({})",

@@ -149,7 +149,8 @@ fn tensor_list(
     Paragraph::new(lines).render(area, buf);
 }
 
-/// `init @0` / `now @300`, padded to the same width.
+/// `init @0` / `now @300` (or `before @320` / `after @384`, the two checkpoints a finding
+/// compared), padded to the same width.
 fn side_label(h: &TensorHist, s: &HistSide) -> String {
     let w = h
         .sides
@@ -298,7 +299,11 @@ fn side(app: &App, h: &TensorHist, s: &HistSide, row: &TensorRow, area: Rect, bu
     let data = resample(&s.bins, cols);
     let spark = Sparkline::default()
         .data(&data)
-        .style(t.series(if s.label == "init" { 1 } else { 0 }))
+        .style(t.series(if matches!(s.label.as_str(), "init" | "before") {
+            1
+        } else {
+            0
+        }))
         .bar_set(if t.ascii {
             ASCII_BARS
         } else {

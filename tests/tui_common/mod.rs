@@ -256,6 +256,7 @@ pub fn finding(
         outcome: outcome.into(),
         explained_by: Vec::new(),
         nodes: Vec::new(),
+        context_for: None,
         priority: 1,
     }
 }

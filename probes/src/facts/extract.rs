@@ -128,7 +128,52 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
     logged_config_facts(run, &mut f);
     sb3_facts(run, &mut f);
     model_card_facts(run, &mut f);
+    capture_facts(run, &mut f);
     f
+}
+
+/// `mltriage/facts.json`, written by the Python `mltriage.capture` hooks: a flat JSON object of
+/// facts the training code states (`phase`, `from_scratch`, `model_id`, token ids …). `phase`,
+/// `from_scratch`, `init` and `base_model` are the code's own word and win over what other
+/// artifacts suggest; the rest fill gaps only. A `--fact` always wins.
+/// Whether `p` is a file `mltriage.capture` wrote under the run's `mltriage/` folder with this
+/// name (`facts.json`, `capture.json`, `param_groups.json`).
+pub fn is_capture_file(p: &Path, name: &str) -> bool {
+    p.file_name().is_some_and(|n| n == name)
+        && p.parent()
+            .and_then(Path::file_name)
+            .is_some_and(|d| d == "mltriage")
+}
+
+fn capture_facts(run: &Run, f: &mut Facts) {
+    for a in &run.artifacts {
+        if !is_capture_file(&a.path, "facts.json") {
+            continue;
+        }
+        let Ok(bytes) = crate::limits::read_text_file(&a.path) else {
+            continue;
+        };
+        let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(&bytes) else {
+            continue;
+        };
+        let file = a.path.display().to_string();
+        for (k, v) in &map {
+            let v = match v {
+                serde_json::Value::String(s) => s.trim().to_string(),
+                serde_json::Value::Number(n) => n.to_string(),
+                serde_json::Value::Bool(b) => b.to_string(),
+                _ => continue,
+            };
+            if v.is_empty() {
+                continue;
+            }
+            if matches!(k.as_str(), "phase" | "from_scratch" | "init" | "base_model") {
+                f.set_artifact(k, &v, &file);
+            } else {
+                f.set_artifact_if_absent(k, &v, &file);
+            }
+        }
+    }
 }
 
 /// Hyper-parameters a Stable-Baselines3 model archive's `data` states (newest archive first):

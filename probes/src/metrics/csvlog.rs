@@ -62,6 +62,16 @@ pub fn read(path: &Path) -> Result<Vec<Series>> {
 pub fn read_log(path: &Path) -> Result<CsvLog> {
     let file = crate::limits::open_regular(path)?;
     let file = crate::limits::LineCapped::new(file, crate::limits::MAX_LINE);
+    read_log_from(std::io::BufReader::new(file), path, 0)
+}
+
+/// Parse CSV text that starts with its header line (a followed log's header and the lines
+/// added since the last read): rows without a step column are indexed from `row_base`.
+pub fn parse_log(bytes: &[u8], path: &Path, row_base: u64) -> Result<CsvLog> {
+    read_log_from(bytes, path, row_base)
+}
+
+fn read_log_from(input: impl std::io::Read, path: &Path, row_base: u64) -> Result<CsvLog> {
     let tab = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("tsv"));
@@ -72,7 +82,7 @@ pub fn read_log(path: &Path) -> Result<CsvLog> {
         .comment(Some(b'#'))
         .has_headers(true)
         .buffer_capacity(256 << 10)
-        .from_reader(std::io::BufReader::new(file));
+        .from_reader(input);
     let header: Vec<String> = match rdr.byte_headers() {
         Ok(h) => h
             .iter()
@@ -107,7 +117,7 @@ pub fn read_log(path: &Path) -> Result<CsvLog> {
         .find_map(|want| lower.iter().position(|h| h == want));
     let mut points: Vec<Vec<Point>> = vec![Vec::new(); header.len()];
     let mut rec = csv::ByteRecord::new();
-    let mut row: u64 = 0;
+    let mut row: u64 = row_base;
     loop {
         match rdr.read_byte_record(&mut rec) {
             Ok(true) => {}

@@ -152,8 +152,18 @@ impl<'p> Builder<'p> {
 pub fn read(path: &Path) -> Result<Vec<Series>> {
     let file = crate::limits::open_regular(path)?;
     let file = crate::limits::LineCapped::new(file, crate::limits::MAX_LINE);
-    let mut r = BufReader::with_capacity(256 << 10, file);
+    read_lines(BufReader::with_capacity(256 << 10, file), path, 0)
+}
+
+/// Parse JSON lines (the whole lines a followed log gained since the last read): objects
+/// without a step key are indexed from `first_object`.
+pub fn parse_lines(bytes: &[u8], path: &Path, first_object: u64) -> Result<Vec<Series>> {
+    read_lines(bytes, path, first_object)
+}
+
+fn read_lines(mut r: impl BufRead, path: &Path, first_object: u64) -> Result<Vec<Series>> {
     let mut b = Builder::new(path);
+    b.objects = first_object;
     let mut line: Vec<u8> = Vec::new();
     let mut lineno: u64 = 0;
     loop {

@@ -37,12 +37,43 @@ pub fn read_events(path: &Path) -> Result<EventsFile> {
     let file_len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
     let mut r = BufReader::with_capacity(256 << 10, file);
     let mut dec = Decoder::new(path);
-    let mut out = EventsFile::default();
+    let scan = scan_records(path, &mut r, file_len, 0, |data| dec.event(data))?;
+    Ok(EventsFile {
+        series: dec.finish(),
+        records: scan.records,
+        tail: scan.tail,
+    })
+}
+
+/// What one pass of [`scan_records`] got through.
+struct Scan {
+    /// The offset just past the last whole record.
+    end: u64,
+    records: u64,
+    /// Why the pass stopped before the end of the file (a half-written last record).
+    tail: Option<String>,
+}
+
+/// Walk the TFRecords of `r` (positioned at byte `start` of a file of `file_len` bytes), handing
+/// each whole record whose checksums are right to `on_record`, and stopping, without an error,
+/// at a record that runs past the end or whose last bytes are not yet right (a live writer).
+fn scan_records(
+    path: &Path,
+    r: &mut impl Read,
+    file_len: u64,
+    start: u64,
+    mut on_record: impl FnMut(&[u8]),
+) -> Result<Scan> {
+    let mut out = Scan {
+        end: start,
+        records: 0,
+        tail: None,
+    };
     let mut buf: Vec<u8> = Vec::new();
-    let mut off: u64 = 0;
+    let mut off: u64 = start;
     loop {
         let mut hdr = [0u8; 12];
-        let got = read_full(&mut r, &mut hdr).map_err(|e| ReadError::io(path, e))?;
+        let got = read_full(r, &mut hdr).map_err(|e| ReadError::io(path, e))?;
         if got == 0 {
             break;
         }
@@ -80,7 +111,7 @@ pub fn read_events(path: &Path) -> Result<EventsFile> {
             }
             masked_crc(&buf)
         } else {
-            match skip_with_crc(&mut r, len) {
+            match skip_with_crc(r, len) {
                 Ok(Some(c)) => c,
                 Ok(None) => {
                     out.tail = Some(format!("half-written last record at byte {off} ignored"));
@@ -90,7 +121,7 @@ pub fn read_events(path: &Path) -> Result<EventsFile> {
             }
         };
         let mut crc = [0u8; 4];
-        if read_full(&mut r, &mut crc).map_err(|e| ReadError::io(path, e))? < 4 {
+        if read_full(r, &mut crc).map_err(|e| ReadError::io(path, e))? < 4 {
             out.tail = Some(format!("half-written last record at byte {off} ignored"));
             break;
         }
@@ -108,12 +139,90 @@ pub fn read_events(path: &Path) -> Result<EventsFile> {
         }
         out.records += 1;
         if len <= MAX_DECODED_RECORD {
-            dec.event(&buf);
+            on_record(&buf);
         }
         off = off.saturating_add(12).saturating_add(len).saturating_add(4);
+        out.end = off;
     }
-    out.series = dec.finish();
     Ok(out)
+}
+
+/// An event file read as it grows: each [`EventStream::advance`] decodes the whole records
+/// written since the last one and leaves a half-written tail for the next.
+#[derive(Debug)]
+pub struct EventStream {
+    dec: Decoder,
+    /// Points decoded and the largest step (step-indexed tags), kept as records arrive.
+    points: usize,
+    max_step: Option<u64>,
+    /// Bytes of the file decoded so far (always the end of a whole record).
+    pub offset: u64,
+    /// Records decoded so far.
+    pub records: u64,
+}
+
+impl EventStream {
+    pub fn new(path: &Path) -> Self {
+        EventStream {
+            dec: Decoder::new(path),
+            points: 0,
+            max_step: None,
+            offset: 0,
+            records: 0,
+        }
+    }
+
+    /// Decode the records added since the last call; returns how many points they held. A
+    /// half-written last record is left for the next call; a file now shorter than what was
+    /// read (rewritten) is read again from its start.
+    pub fn advance(&mut self, path: &Path) -> Result<usize> {
+        use std::io::{Seek, SeekFrom};
+        let file = crate::limits::open_regular(path)?;
+        let file_len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
+        if file_len < self.offset {
+            *self = EventStream::new(path);
+        }
+        if file_len == self.offset {
+            return Ok(0);
+        }
+        let mut r = BufReader::with_capacity(64 << 10, file);
+        r.seek(SeekFrom::Start(self.offset))
+            .map_err(|e| ReadError::io(path, e))?;
+        let lens: Vec<usize> = self.dec.series.iter().map(|s| s.points.len()).collect();
+        let dec = &mut self.dec;
+        let scan = scan_records(path, &mut r, file_len, self.offset, |d| dec.event(d))?;
+        self.offset = scan.end;
+        self.records += scan.records;
+        // Only the points this call added are looked at.
+        let mut added = 0;
+        for (i, s) in self.dec.series.iter().enumerate() {
+            let new = s
+                .points
+                .get(lens.get(i).copied().unwrap_or(0)..)
+                .unwrap_or(&[]);
+            added += new.len();
+            if s.unit == super::Unit::Step {
+                self.max_step = self.max_step.max(new.iter().map(|p| p.step).max());
+            }
+        }
+        self.points += added;
+        Ok(added)
+    }
+
+    /// Points decoded so far.
+    pub fn points(&self) -> usize {
+        self.points
+    }
+
+    /// The largest step decoded so far (step-indexed tags only).
+    pub fn max_step(&self) -> Option<u64> {
+        self.max_step
+    }
+
+    /// The series read so far, sorted by step (one point per step).
+    pub fn series(&self) -> Vec<Series> {
+        self.dec.clone().finish()
+    }
 }
 
 /// Whether `head` starts with a TFRecord header whose length checksum is right.
@@ -167,30 +276,31 @@ fn skip_with_crc(r: &mut impl Read, len: u64) -> std::io::Result<Option<u32>> {
 
 /// What is known about a tag's plugin from the `SummaryMetadata` seen so far (TensorFlow writes
 /// the metadata with the first value of a tag only).
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Plugin {
     Unknown,
     Scalars,
     Other,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 struct TagInfo {
     series: usize,
     plugin: Plugin,
 }
 
 /// Turns decoded events into series.
-struct Decoder<'p> {
-    path: &'p Path,
+#[derive(Debug, Clone)]
+struct Decoder {
+    path: std::path::PathBuf,
     tags: HashMap<Vec<u8>, TagInfo>,
     series: Vec<Series>,
 }
 
-impl<'p> Decoder<'p> {
-    fn new(path: &'p Path) -> Self {
+impl Decoder {
+    fn new(path: &Path) -> Self {
         Decoder {
-            path,
+            path: path.to_path_buf(),
             tags: HashMap::new(),
             series: Vec::new(),
         }
@@ -280,7 +390,7 @@ impl<'p> Decoder<'p> {
             None => {
                 let series = self.series.len();
                 self.series
-                    .push(Series::new(&String::from_utf8_lossy(tag), self.path));
+                    .push(Series::new(&String::from_utf8_lossy(tag), &self.path));
                 let info = TagInfo {
                     series,
                     plugin: Plugin::Unknown,

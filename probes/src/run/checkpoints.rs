@@ -356,7 +356,8 @@ fn unstepped_checkpoints(
 ) -> Vec<PathBuf> {
     let mut stated_paths = Vec::new();
     use ArtifactKind as K;
-    let known_max = out.iter().map(|c| c.step).max();
+    // The init (step 0) says nothing of where training stopped: with only it, the end is unknown.
+    let known_max = out.iter().map(|c| c.step).filter(|s| *s > 0).max();
     // Unknown when nothing states it: never 0 by default, which would read as the init.
     let final_step = run
         .trainer_state()

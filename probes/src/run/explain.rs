@@ -218,6 +218,18 @@ fn describe(
                 true,
                 format!("read as a model card (facts: from_scratch=false, base_model={base})"),
             ),
+            None if crate::facts::extract::is_capture_file(p, "facts.json") => (
+                true,
+                "read as the run's facts, stated by the training code (mltriage.capture)".into(),
+            ),
+            None if crate::facts::extract::is_capture_file(p, "capture.json") => (
+                false,
+                "ignored: mltriage.capture's manifest (what it wrote and what it left out)".into(),
+            ),
+            None if crate::facts::extract::is_capture_file(p, "param_groups.json") => (
+                false,
+                "ignored: the optimizer's param groups as mltriage.capture saw them (no check reads them yet; optimizer.pt's groups are read)".into(),
+            ),
             None => (false, format!("ignored: {}", other_reason(p))),
         },
     }

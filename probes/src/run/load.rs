@@ -35,8 +35,26 @@ type JobResult = (
     Option<u64>,
 );
 
+/// A metric file's series as read elsewhere (a follower's incremental reads, `follow/`), used
+/// in place of reading the file again.
+#[derive(Debug, Clone, Default)]
+pub struct FileSeries {
+    pub series: Vec<Series>,
+    /// Batches per epoch, where a progress log states it.
+    pub steps_per_epoch: Option<u64>,
+}
+
+/// Looks up a metric file's series already read (`Err`: why the file could not be read);
+/// `None`: read the file now.
+pub type Cached<'a> = &'a (dyn Fn(&Path) -> Option<std::result::Result<FileSeries, String>> + Sync);
+
 /// Read every metric artifact once (in parallel) into one set.
 pub(super) fn load_metrics(run: &Run) -> Loaded {
+    load_metrics_cached(run, &|_| None)
+}
+
+/// [`load_metrics`], taking each file's series from `cached` where it has them.
+pub(super) fn load_metrics_cached(run: &Run, cached: Cached) -> Loaded {
     use ArtifactKind as K;
     enum Job<'a> {
         State(&'a Path),
@@ -84,10 +102,27 @@ pub(super) fn load_metrics(run: &Run) -> Loaded {
                         Vec::new()
                     }
                 },
-                Job::Events(files) => read_event_dir(files, &mut problems, &mut restarts)
+                Job::Events(files) => read_event_dir(files, &mut problems, &mut restarts, cached)
                     .into_iter()
                     .map(|s| (s, Origin::Events))
                     .collect(),
+                Job::File(a) if cached(&a.path).is_some() => match cached(&a.path) {
+                    Some(Ok(f)) => {
+                        per_epoch = f.steps_per_epoch;
+                        f.series
+                            .into_iter()
+                            .map(|mut s| {
+                                s.rank = s.rank.or(a.rank);
+                                (s, Origin::Other)
+                            })
+                            .collect()
+                    }
+                    Some(Err(e)) => {
+                        problems.push(e);
+                        Vec::new()
+                    }
+                    None => Vec::new(),
+                },
                 Job::File(a) => {
                     let read = match a.kind {
                         K::Csv => csvlog::read_log(&a.path).map(|l| {
@@ -319,6 +354,7 @@ fn read_event_dir(
     files: &[&Artifact],
     problems: &mut Vec<String>,
     restarts: &mut Vec<Restart>,
+    cached: Cached,
 ) -> Vec<Series> {
     let mut sorted: Vec<&Artifact> = files.to_vec();
     sorted.sort_by(|a, b| a.path.file_name().cmp(&b.path.file_name()));
@@ -330,7 +366,11 @@ fn read_event_dir(
             .parent()
             .and_then(|d| d.file_name())
             .is_some_and(|n| is_eval_folder(&n.to_string_lossy()));
-        match tfevents::read(&a.path) {
+        let read = match cached(&a.path) {
+            Some(r) => r.map(|f| f.series),
+            None => tfevents::read(&a.path).map_err(|e| e.to_string()),
+        };
+        match read {
             Ok(series) => {
                 for mut s in series {
                     s.rank = s.rank.or(a.rank);
@@ -369,7 +409,7 @@ fn read_event_dir(
                     }
                 }
             }
-            Err(e) => problems.push(e.to_string()),
+            Err(e) => problems.push(e),
         }
     }
     merged

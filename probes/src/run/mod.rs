@@ -22,10 +22,11 @@ mod segments;
 mod sniff;
 
 pub use explain::{explain, FileUse};
+pub use load::{Cached, FileSeries};
 pub use pointer::{read_pointer, Pointer};
 
 use checkpoints::group_checkpoints;
-use load::{config_problems, load_metrics, Loaded};
+use load::{config_problems, load_metrics, load_metrics_cached, Loaded};
 
 /// Directories deeper than this below the root are not walked.
 pub const MAX_DEPTH: usize = 8;
@@ -336,6 +337,14 @@ impl Run {
         run
     }
 
+    /// Load the metrics from series read elsewhere (a follower's incremental reads): `cached`
+    /// gives a metric file's series, files it does not know are read now; `state` is the
+    /// trainer state already parsed. Does nothing to what was already loaded.
+    pub fn seed_metrics(&self, state: Option<TrainerState>, cached: Cached) {
+        let _ = self.state.set(state);
+        let _ = self.metrics.set(load_metrics_cached(self, cached));
+    }
+
     pub fn of_kind(&self, kind: ArtifactKind) -> Vec<&Artifact> {
         self.artifacts.iter().filter(|a| a.kind == kind).collect()
     }
@@ -465,6 +474,15 @@ impl Run {
 /// depth, entries looked at ([`MAX_ENTRIES`]) and file count capped. Returns (path, bytes),
 /// unsorted.
 fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
+    walk_meta(root, problems)
+        .into_iter()
+        .map(|(p, m)| (p, m.len()))
+        .collect()
+}
+
+/// The files discovery walks (same rules, depth and budgets), with their metadata (a
+/// follower's poll compares sizes, times and inodes between two walks).
+pub fn walk_meta(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, std::fs::Metadata)> {
     let mut out = Vec::new();
     let mut seen: HashSet<PathBuf> = HashSet::new();
     if let Ok(c) = std::fs::canonicalize(root) {
@@ -537,7 +555,7 @@ fn walk(root: &Path, problems: &mut Vec<String>) -> Vec<(PathBuf, u64)> {
                     ));
                     return out;
                 }
-                out.push((path, meta.len()));
+                out.push((path, meta));
             }
         }
     }

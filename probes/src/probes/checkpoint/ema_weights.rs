@@ -97,12 +97,13 @@ pub fn ema_weights(ctx: &ProbeCtx) -> Vec<Verdict> {
         if !diffusion {
             return vec![Verdict::skip(E, "not a diffusion run (no --fact domain=diffusion, no UNet config) and no EMA weights")];
         }
-        // Training without EMA is a choice (diffusers' use_ema=False), not a bug: `check` does
-        // not warn; a walk that asks why samples look bad still takes the `missing` branch.
-        let mut v = Verdict::new(E, Status::Pass, "missing")
+        // Training without EMA is a choice (diffusers' use_ema=False), not a bug, and whether
+        // it costs sample quality is not in the artifacts: an absence is not judged — not a
+        // pass (nothing was checked and found fine), not a warning on a healthy recipe.
+        let mut v = Verdict::new(E, Status::Skip, "missing")
             .measured("no EMA weights (no ema* file, no ema./shadow tensors)")
             .expected("an EMA copy of the weights, if samples are to come from one")
-            .message("trained without an EMA of the weights: fine as a choice, but if samples look worse than the loss suggests, keep an EMAModel (decay ~0.999), step it after optimizer.step(), save it and sample from it (DF2)");
+            .message("trained without an EMA of the weights (a choice, e.g. use_ema=False): whether that costs sample quality cannot be judged from the artifacts — if samples look worse than the loss suggests, keep an EMAModel (decay ~0.999), step it after optimizer.step(), save it and sample from it (DF2)");
         if let Some(m) = &newest {
             v = v.evidence(m.ev());
         }

@@ -12,7 +12,7 @@ use crate::probes::checkpoint::model::*;
 
 pub(super) const TOWER_FREEZE: ProbeSpec = ProbeSpec {
     id: "tower_freeze",
-    entries: &["X1", "X2", "X3"],
+    entries: &["X1", "X2", "X3", "X6"],
     inputs: &["checkpoint:2", "fact:stage"],
     params: &["moved_rel"],
     outcomes: &["pass", "wrong_towers", "skip"],

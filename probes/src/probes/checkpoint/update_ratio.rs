@@ -18,6 +18,25 @@ pub(super) const UPDATE_RATIO: ProbeSpec = ProbeSpec {
 // O22 — update-to-weight ratio
 // =======================================================================================
 
+/// The mean logged LR over steps `a..=b` as a fraction of the run's peak logged LR; None when
+/// the LR is not logged there or the peak is not positive.
+fn lr_fraction(ctx: &ProbeCtx, a: u64, b: u64) -> Option<f64> {
+    let m = ctx.run.metrics();
+    let lr = m.get("learning_rate")?;
+    let fin: Vec<_> = lr.points.iter().filter(|p| p.value.is_finite()).collect();
+    let peak = fin.iter().map(|p| p.value).fold(0.0_f64, f64::max);
+    let inside: Vec<f64> = fin
+        .iter()
+        .filter(|p| p.step > a && p.step <= b)
+        .map(|p| p.value)
+        .collect();
+    if peak <= 0.0 || inside.is_empty() {
+        return None;
+    }
+    let mean = inside.iter().sum::<f64>() / inside.len() as f64;
+    Some((mean / peak).clamp(1e-6, 1.0))
+}
+
 pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "O22";
     let (target, low, high) = (p!(ctx, E, "target"), p!(ctx, E, "low"), p!(ctx, E, "high"));
@@ -54,6 +73,8 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         ub: f64,
         n: usize,
         outliers: Vec<String>,
+        /// The logged LR over the interval as a fraction of the run's peak (1 when unknown).
+        lr_frac: f64,
     }
     let mut pairs = Vec::new();
     for w in models.windows(2) {
@@ -82,6 +103,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
             ub: med / k.sqrt(),
             n: rs.len(),
             outliers,
+            lr_frac: lr_fraction(ctx, a.step, b.step).unwrap_or(1.0),
         });
     }
     let Some(last) = pairs.last() else {
@@ -109,10 +131,13 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
             }
         })
         .max_by(|x, y| x.lb.total_cmp(&y.lb));
+    // The ratio scales with the LR: where the schedule has already decayed the LR, the low
+    // bound is held at the LR the interval actually had (a cosine tail is not a too-small LR).
+    let low_at = |p: &Pair| low * p.lr_frac;
     let too_low = pairs
         .iter()
-        .filter(|p| p.ub < low)
-        .min_by(|x, y| x.ub.total_cmp(&y.ub));
+        .filter(|p| p.ub < low_at(p))
+        .min_by(|x, y| (x.ub / x.lr_frac).total_cmp(&(y.ub / y.lr_frac)));
     let render = |p: &Pair| {
         format!(
             "steps {}..{}: median ‖ΔW‖/‖W‖ per step ∈ [{}, {}] over {} tensors",
@@ -131,7 +156,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     use crate::probes::metric::grad_norm::{loss_converged, loss_improving};
     let mild_high = too_high.is_some_and(|p| p.lb <= fail_factor * high) && loss_improving(ctx);
     let mild_low = too_high.is_none()
-        && too_low.is_some_and(|p| p.ub >= low / fail_factor)
+        && too_low.is_some_and(|p| p.ub >= low_at(p) / fail_factor)
         && loss_converged(ctx);
     let (st, out, msg) = if mild_high || mild_low {
         (
@@ -151,12 +176,20 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         };
         (st, "high", format!("even the lower bound of the per-step update ratio exceeds {high} (steps {}..{}): steps this large churn the weights — lower the LR or check that it is not scaled up (accumulation, batch-size scaling)", p.a, p.b))
     } else if let Some(p) = too_low {
-        let st = if p.ub < low / fail_factor {
+        let st = if p.ub < low_at(p) / fail_factor {
             Status::Fail
         } else {
             Status::Warn
         };
-        (st, "low", format!("even the upper bound of the per-step update ratio is below {low} (steps {}..{}): the weights barely move — the LR is too small (O7: raise it, find it with a range test), mostly zero, or updates are lost", p.a, p.b))
+        let held = if p.lr_frac < 1.0 {
+            format!(
+                " ({low} scaled to the LR of that interval, {:.0}% of its peak)",
+                100.0 * p.lr_frac
+            )
+        } else {
+            String::new()
+        };
+        (st, "low", format!("even the upper bound of the per-step update ratio is below {}{held} (steps {}..{}): the weights barely move — the LR is too small (O7: raise it, find it with a range test), mostly zero, or updates are lost", fmt(low_at(p)), p.a, p.b))
     } else if let Some(p) = pairs.iter().rev().find(|p| !p.outliers.is_empty()) {
         (Status::Warn, "outliers", format!("most tensors update normally but some move over {outlier}× faster than the median (steps {}..{}): {} — a per-parameter LR multiplier or an unnormalised layer", p.a, p.b, list_some(&p.outliers, 3)))
     } else {

@@ -288,7 +288,7 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
             100.0 * want
         );
         if want > flat {
-            let mut msg = format!("declared {} but the LR never moves: the scheduler is never stepped (call scheduler.step() after optimizer.step()), or the optimizer is rebuilt each step and loses the schedule", d.kind);
+            let mut msg = format!("declared {} but the LR never moves: the scheduler is never stepped ({}), or the optimizer is rebuilt each step and loses the schedule", d.kind, scheduler_step_knob(ctx));
             if let Some(m) = lr_max {
                 msg.push_str(&format!("; it sits at {}× lr_max {}", fmt(hi / m), fmt(m)));
             }
@@ -447,6 +447,18 @@ pub(super) const LR_WARMUP_PEAK: ProbeSpec = ProbeSpec {
     run: lr_warmup_peak,
 };
 
+/// How this run's framework steps its LR scheduler, as the knob to turn when the schedule
+/// never advances (the fix names the run's own framework, not a generic loop).
+pub(crate) fn scheduler_step_knob(ctx: &ProbeCtx) -> &'static str {
+    match ctx.profile.framework.value.as_str() {
+        "lightning" => "Lightning steps an LR scheduler once per epoch unless told otherwise: return {\"optimizer\": opt, \"lr_scheduler\": {\"scheduler\": sched, \"interval\": \"step\"}} from configure_optimizers",
+        "hf_trainer" | "trl" => "the Trainer steps its own scheduler: check lr_scheduler_type (not \"constant\") and that a custom optimizers=(opt, sched) pair passes the scheduler, not None",
+        "deepspeed" => "give DeepSpeed the scheduler (the \"scheduler\" block of its config, or lr_scheduler= in deepspeed.initialize) or call lr_scheduler.step() after engine.step()",
+        "accelerate" => "call lr_scheduler.step() after optimizer.step() in the loop (and pass the scheduler through accelerator.prepare)",
+        _ => "call scheduler.step() after each optimizer.step()",
+    }
+}
+
 pub fn lr_warmup_peak(ctx: &ProbeCtx) -> Vec<Verdict> {
     let (pass_rel, fail_ratio, over) = (
         p!(ctx, "pass_rel"),
@@ -525,7 +537,22 @@ pub fn lr_warmup_peak(ctx: &ProbeCtx) -> Vec<Verdict> {
             "warmup reaches lr_max on time".to_string(),
         )
     } else if r < fail_ratio {
-        (Status::Fail, "low", format!("LR at the end of warmup is under {fail_ratio}× lr_max: the LR is in other units than lr_max (a scale or per-group factor), or the schedule is not applied (an off-by-one in t/W only costs 1/W)"))
+        // An LR that never moved from where it started is a schedule that is never stepped.
+        let fin: Vec<f64> = s
+            .points
+            .iter()
+            .map(|p| p.value)
+            .filter(|v| v.is_finite())
+            .collect();
+        let (lo, hi) = fin
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
+        let flat = fin.len() >= 3 && hi > 0.0 && (hi - lo) <= 1e-6 * hi;
+        if flat {
+            (Status::Fail, "low", format!("the LR never moved from {} over the whole run: the warmup never advanced because the scheduler is not stepped per optimizer step — {}", fmt(hi), scheduler_step_knob(ctx)))
+        } else {
+            (Status::Fail, "low", format!("LR at the end of warmup is under {fail_ratio}× lr_max: the LR is in other units than lr_max (a scale or per-group factor), or the schedule is not applied (an off-by-one in t/W only costs 1/W)"))
+        }
     } else if r >= over {
         (
             Status::Fail,

@@ -9,6 +9,7 @@ pub(crate) mod contrastive;
 pub mod divergence;
 pub mod grad_norm;
 pub mod grad_scaler;
+pub mod grpo_signal;
 pub mod init_loss;
 pub mod loss;
 pub mod loss_floor;
@@ -46,6 +47,7 @@ pub const SPECS: &[ProbeSpec] = &[
     grad_scaler::GRAD_SCALER,
     rl::DPO_HEALTH,
     rl::PPO_HEALTH,
+    grpo_signal::GRPO_SIGNAL,
     ppo_update::PPO_UPDATE,
     rl::RL_SCALE,
     grad_norm::GRAD_NORM_RATIO,

@@ -122,7 +122,7 @@ pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const PPO_HEALTH: ProbeSpec = ProbeSpec {
     id: "ppo_health",
-    entries: &["R2", "R1"],
+    entries: &["R2", "R1", "H4"],
     inputs: &["metrics:kl", "metrics:reward"],
     params: &[
         "kl_target",

@@ -45,7 +45,7 @@ fn scheduler_state(c: &CheckpointDir) -> Option<(f64, Option<f64>, PathBuf)> {
 }
 pub(super) const OPTIMIZER_REBUILT: ProbeSpec = ProbeSpec {
     id: "optimizer_rebuilt",
-    entries: &["S6.2"],
+    entries: &["S6.2", "O27"],
     inputs: &["optimizer", "scheduler", "trainer_state"],
     params: &["step_ratio", "v_zero", "min_step"],
     outcomes: &["pass", "rebuilt", "skip"],

@@ -1,0 +1,194 @@
+//! `grpo_signal`: does a GRPO / RLVR run still get a learning signal? Group-relative
+//! advantages are zero for every prompt whose completions all got the same reward, so a run
+//! whose groups have zero reward spread (TRL's `frac_reward_zero_std` near 1, or `reward_std`
+//! ≈ 0) for most of its second half learns nothing (H3). Completions piling up at the length
+//! cap while their length keeps growing point at length bias or a gamed reward (H5). A loss
+//! of about 0 with a moving gradient is GRPO by design (H2), never a finding.
+
+use crate::metrics::Series;
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+
+use crate::probes::util::*;
+
+pub(super) const GRPO_SIGNAL: ProbeSpec = ProbeSpec {
+    id: "grpo_signal",
+    entries: &["H3", "H5", "H2"],
+    inputs: &[
+        "metrics:frac_reward_zero_std",
+        "metrics:reward_std",
+        "metrics:completions/mean_length",
+        "metrics:completions/clipped_ratio",
+        "metrics:loss",
+        "metrics:grad_norm",
+    ],
+    params: &[
+        "tail_frac",
+        "min_points",
+        "zero_std_frac",
+        "zero_std_share",
+        "reward_std_eps",
+        "clipped_ratio",
+        "length_growth",
+        "loss_zero_abs",
+    ],
+    outcomes: &["pass", "no_signal", "length_drift", "skip"],
+    run: grpo_signal,
+};
+
+/// The first series the logs hold under any of `names` (TRL logs some under `train/`).
+fn series<'a>(ctx: &'a ProbeCtx, names: &[&str]) -> Option<&'a Series> {
+    let m = ctx.run.metrics();
+    names.iter().find_map(|n| m.get(n))
+}
+
+/// The last `frac` of a series' finite values (at least one).
+fn tail_values(s: &Series, frac: f64) -> Vec<f64> {
+    let v = finite_values(s);
+    let k = ((v.len() as f64 * frac.clamp(0.0, 1.0)).ceil() as usize).clamp(1, v.len().max(1));
+    v[v.len().saturating_sub(k)..].to_vec()
+}
+
+pub fn grpo_signal(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let (tail, min_points, zero_frac, zero_share, std_eps) = (
+        p!(ctx, "H3", "tail_frac"),
+        p!(ctx, "H3", "min_points"),
+        p!(ctx, "H3", "zero_std_frac"),
+        p!(ctx, "H3", "zero_std_share"),
+        p!(ctx, "H3", "reward_std_eps"),
+    );
+    let (clip_min, growth, loss_zero) = (
+        p!(ctx, "H5", "clipped_ratio"),
+        p!(ctx, "H5", "length_growth"),
+        p!(ctx, "H2", "loss_zero_abs"),
+    );
+    let frac = series(ctx, &["frac_reward_zero_std", "train/frac_reward_zero_std"]);
+    let rstd = series(ctx, &["reward_std", "train/reward_std"]);
+    // Which series says how many groups carry no reward spread, and how to read a point.
+    let (spread, is_zero): (&Series, Box<dyn Fn(f64) -> bool>) = match (frac, rstd) {
+        (Some(f), _) => (f, Box::new(move |x: f64| x >= zero_frac)),
+        (None, Some(s)) => (s, Box::new(move |x: f64| x.abs() <= std_eps)),
+        (None, None) => {
+            return vec![Verdict::skip(
+                "H3",
+                "no frac_reward_zero_std or reward_std series (not a GRPO run, or an older logger)",
+            )]
+        }
+    };
+    let n = finite_values(spread).len();
+    if (n as f64) < min_points {
+        return vec![Verdict::skip(
+            "H3",
+            format!(
+                "only {n} logged points of {} (need {min_points})",
+                spread.tag
+            ),
+        )];
+    }
+    let tv = tail_values(spread, tail);
+    let zero = tv.iter().filter(|x| is_zero(**x)).count();
+    let share = zero as f64 / tv.len().max(1) as f64;
+    let first = spread.points[0].step;
+    let last = spread.points[spread.points.len() - 1].step;
+    let reward_tail = series(ctx, &["reward", "train/reward"]).and_then(|r| tail_mean(r, tail));
+    let mut out = Vec::new();
+    if share >= zero_share {
+        let level = reward_tail
+            .map(|r| format!("; mean reward there {}", fmt(r)))
+            .unwrap_or_default();
+        out.push(
+            Verdict::new("H3", Status::Fail, "no_signal")
+                .measured(format!(
+                    "{zero} of the last {} logged points have no reward spread within the groups ({}){level}",
+                    tv.len(),
+                    spread.tag
+                ))
+                .expected(format!(
+                    "fewer than {:.0}% of the late points with zero-spread groups",
+                    100.0 * zero_share
+                ))
+                .message("every completion of a prompt gets the same reward, so the group-relative advantage is 0 and nothing is learned: make the reward graded, raise max_completion_length, keep temperature near 1, use more num_generations, or drop prompts that are always or never solved")
+                .evidence(series_evidence(spread, first, last))
+                .value("zero_spread_share", share),
+        );
+    } else {
+        out.push(
+            Verdict::new("H3", Status::Pass, "pass")
+                .measured(format!(
+                    "{zero} of the last {} logged points without reward spread ({})",
+                    tv.len(),
+                    spread.tag
+                ))
+                .expected(format!(
+                    "fewer than {:.0}% of the late points",
+                    100.0 * zero_share
+                ))
+                .message("the groups' rewards differ, so the advantages carry a signal")
+                .value("zero_spread_share", share),
+        );
+    }
+    // Length drift: completions grow and pile up at the cap.
+    let len = series(
+        ctx,
+        &[
+            "completions/mean_length",
+            "train/completions/mean_length",
+            "completion_length",
+        ],
+    );
+    let clip = series(
+        ctx,
+        &[
+            "completions/clipped_ratio",
+            "train/completions/clipped_ratio",
+        ],
+    );
+    if let (Some(l), Some(c)) = (len, clip) {
+        let (lh, lt, ct) = (head_mean(l, tail), tail_mean(l, tail), tail_mean(c, tail));
+        if let (Some(lh), Some(lt), Some(ct)) = (lh, lt, ct) {
+            if lh > 0.0 && lt >= growth * lh && ct >= clip_min {
+                out.push(
+                    Verdict::new("H5", Status::Warn, "length_drift")
+                        .measured(format!(
+                            "mean completion length {} → {}, clipped ratio {} late in the run",
+                            fmt(lh),
+                            fmt(lt),
+                            fmt(ct)
+                        ))
+                        .expected(format!(
+                            "length growth below {growth}× or under {:.0}% of completions cut at the cap",
+                            100.0 * clip_min
+                        ))
+                        .message("completions keep growing until the length cap cuts them: read samples; use loss_type=\"dr_grpo\" or \"dapo\", mask_truncated_completions=True, and weight correctness above format rewards")
+                        .evidence(series_evidence(
+                            l,
+                            l.points[0].step,
+                            l.points[l.points.len() - 1].step,
+                        ))
+                        .value("length_ratio", lt / lh),
+                );
+            }
+        }
+    }
+    // A loss of about 0 at the start with a moving gradient: expected, said so once.
+    if let (Some(loss), Some(g)) = (
+        series(ctx, &["loss", "train/loss"]),
+        series(ctx, &["grad_norm", "train/grad_norm"]),
+    ) {
+        let (lh, gh) = (head_mean(loss, 0.1), head_mean(g, 0.1));
+        if let (Some(lh), Some(gh)) = (lh, gh) {
+            if lh.abs() <= loss_zero && gh > 0.0 {
+                out.push(
+                    Verdict::new("H2", Status::Pass, "pass")
+                        .measured(format!(
+                            "loss {} at the start with grad_norm {}",
+                            fmt(lh),
+                            fmt(gh)
+                        ))
+                        .expected("GRPO's loss starts near 0 by design")
+                        .message("a GRPO loss of about 0 is expected (group-centred advantages, ratio 1): judge the run by its reward"),
+                );
+            }
+        }
+    }
+    out
+}
