@@ -32,7 +32,11 @@ run "mltriage --version" bash -c "'$bin' --version | grep -q '^mltriage '"
 run "mltriage search \"loss is nan\"" bash -c "'$bin' search 'loss is nan' --json | '$venv/bin/python' -c 'import json,sys; assert json.load(sys.stdin)[\"hits\"]'"
 run "mltriage check $fixture" bash -c "'$bin' check '$fixture' --json > '$venv/check.json'; rc=\$?; [ \$rc -le 1 ] && '$venv/bin/python' -c 'import json; d=json.load(open(\"$venv/check.json\")); assert d[\"findings\"]'"
 run "check names the capture hook a run lacks" bash -c "'$bin' check tests/field/hf_healthy | tr -s ' \n' '  ' | grep -q 'need a batch dump.*mltriage.capture.HFCallback()'"
+# The README's walk-through on the demo run, as a new user types it.
+run "README: mltriage check assets/demo-run" bash -c "'$bin' check assets/demo-run; [ \$? -eq 1 ]"
+run "README: mltriage show S5.1" bash -c "'$bin' show S5.1 | grep -q S5.1"
+run "README: mltriage walk stability assets/demo-run" bash -c "'$bin' walk stability assets/demo-run | grep -q 'Conclusion: S5.1'"
 run "import mltriage.capture (no torch needed)" "$venv/bin/python" -c "import sys, mltriage.capture as c; assert c.HFCallback and c.Capture; assert 'torch' not in sys.modules"
 run "the binary needs glibc <= 2.17" bash -c "! objdump -T '$bin' 2>/dev/null | grep -oE 'GLIBC_[0-9.]+' | sort -Vu | awk -F_ '{print \$2}' | while read v; do [ \"\$(printf '%s\n2.17\n' \"\$v\" | sort -V | tail -1)\" = 2.17 ] || echo \"\$v\"; done | grep -q ."
-echo "$((6 - fail)) passed, $fail failed"
+echo "$((9 - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

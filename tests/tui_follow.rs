@@ -291,3 +291,54 @@ fn a_run_finished_long_ago_shows_no_follow_header_until_it_is_written() {
     let top = header(&h.app);
     assert!(top.contains("following · step 310"), "{top}");
 }
+
+/// The findings pane marks what changed since the user last looked (•), and a key on the
+/// pane clears the marks.
+#[test]
+fn changed_findings_are_marked_until_the_user_looks() {
+    let app = app_with(Some(fixture("hf_trainer_run")), Theme::default(), None);
+    let mut h = headless(app, scripted(None));
+    let t0 = Instant::now();
+    let a = finding(
+        "S3.2",
+        "grad_norm_spikes",
+        Status::Fail,
+        "fail",
+        "4 spikes",
+        "≤ 1",
+    );
+    let b = finding(
+        "S4.1",
+        "loss_trend",
+        Status::Warn,
+        "slow",
+        "EMA flat",
+        "falling",
+    );
+    let ev = |f: &mltriage::findings::Finding| FindingEvent {
+        change: Change::New,
+        finding: f.clone(),
+        status: f.status,
+        previous: None,
+        step: Some(400),
+    };
+    h.app.on_follow(
+        FollowUpdate {
+            summary: Some(summary_to(400)),
+            findings: Some(vec![a.clone(), b.clone()]),
+            events: vec![ev(&a), ev(&b)],
+            last_step: Some(400),
+            live: true,
+            ..Default::default()
+        },
+        t0,
+    );
+    let marked = |h: &mltriage::app::Headless| {
+        screen_text(&h.app, 100, 30)
+            .lines()
+            .any(|l| l.contains("•") && l.contains("S4.1"))
+    };
+    assert!(marked(&h), "{}", screen_text(&h.app, 100, 30));
+    h.key(KeyCode::Char('j'));
+    assert!(!marked(&h), "{}", screen_text(&h.app, 100, 30));
+}

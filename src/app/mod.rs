@@ -401,6 +401,12 @@ impl App {
             self.should_quit = true;
             return;
         }
+        // A key on a findings pane: the user has looked at what follow mode marked as changed.
+        if (self.screen == Screen::Home && self.home.pane == 2)
+            || (self.screen == Screen::Run && self.run.pane == 1)
+        {
+            self.follow.changed.clear();
+        }
         let plain_char = match k.code {
             KeyCode::Char(c)
                 if !k

@@ -144,12 +144,20 @@ pub fn findings_pane(app: &App, focused: bool, area: Rect, buf: &mut Buffer) {
             .skip(skip)
             .map(|(i, f)| {
                 let (m, st) = t.mark(f.status);
+                // Follow mode: a finding that appeared or changed since the user last looked.
+                let changed = app
+                    .follow
+                    .changed
+                    .iter()
+                    .any(|k| *k == format!("{}/{}", f.probe, f.id));
                 let mut l = Line::from(vec![
-                    Span::raw(if focused && i == sel {
-                        t.pointer()
+                    if focused && i == sel {
+                        Span::raw(t.pointer())
+                    } else if changed {
+                        Span::styled(if t.ascii { "*" } else { "•" }, t.highlight())
                     } else {
-                        " "
-                    }),
+                        Span::raw(" ")
+                    },
                     Span::styled(format!("{m} {:<4} ", f.status.as_str()), st),
                     Span::styled(format!("{:<6}", f.id), t.key()),
                     // The measured value first: on a narrow terminal the row's end is cut,
