@@ -64,7 +64,7 @@ if [ "${WHEEL:-0}" = 1 ]; then
   WB0=$(date +%s); scripts/build-wheel.sh >&2; WB1=$(date +%s)
   WHEEL_FILE=$(ls -t target/wheels/mltriage-*x86_64*.whl 2>/dev/null | head -1)
   WHEEL_TEST=$(scripts/test-wheel.sh 2>&1 | tail -20)
-  WHEEL_ROW="$(basename "$WHEEL_FILE"): $(stat -c %s "$WHEEL_FILE") B; build $((WB1 - WB0)) s; $(grep -m1 -io 'install[^.]*s' <<<"$WHEEL_TEST")"
+  WHEEL_ROW="$(basename "$WHEEL_FILE"): $(stat -c %s "$WHEEL_FILE") B; build $((WB1 - WB0)) s; $(grep -m1 -o 'pip install took [0-9.]* s' <<<"$WHEEL_TEST"); $(grep -m1 -o '[0-9]* passed, [0-9]* failed' <<<"$WHEEL_TEST") in a fresh venv"
 else
   WHEEL_ROW="not built in this run (WHEEL=1 scripts/benchmarks.sh builds it: 6-17 min)"
 fi
