@@ -72,3 +72,25 @@ pub struct TreeDef {
     #[serde(skip)]
     pub origin: Origin,
 }
+
+impl TreeDef {
+    /// The nodes reachable from node `start` (itself included), each once with its distance
+    /// in branches, breadth first. Targets naming no node are skipped.
+    pub fn below(&self, start: &str) -> Vec<(&NodeDef, usize)> {
+        let by_id: std::collections::HashMap<&str, &NodeDef> =
+            self.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
+        let mut out = Vec::new();
+        while let Some((id, d)) = queue.pop_front() {
+            if !seen.insert(id) {
+                continue;
+            }
+            if let Some(node) = by_id.get(id) {
+                out.push((*node, d));
+                queue.extend(node.targets().into_iter().map(|t| (t, d + 1)));
+            }
+        }
+        out
+    }
+}

@@ -48,27 +48,17 @@ pub struct Lead {
 /// The option of choice node `n` whose subtree (in tree `tree`) reaches the most entries the
 /// run's findings fail, then warn; `None` when no option reaches one.
 pub fn run_lead(tree: &crate::catalog::TreeDef, n: &NodeDef, findings: &[Finding]) -> Option<Lead> {
-    let by_id: HashMap<&str, &NodeDef> = tree.nodes.iter().map(|x| (x.id.as_str(), x)).collect();
-    // Entries below `start`, each with its distance (nodes from `start`), breadth first.
+    // Entries and probes below `start`, each with its distance (nodes from `start`).
     let below = |start: &str| {
-        let mut seen: std::collections::HashSet<&str> = Default::default();
-        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
-        let mut entries: Vec<(&str, usize)> = Vec::new();
-        let mut probes: Vec<(&str, usize)> = Vec::new();
-        while let Some((id, d)) = queue.pop_front() {
-            if !seen.insert(id) || seen.len() > 10_000 {
-                continue;
-            }
-            if let Some(node) = by_id.get(id) {
-                if let Some(e) = node.entry.as_deref() {
-                    entries.push((e, d));
-                }
-                if let Some(p) = node.probe.as_deref() {
-                    probes.push((p, d));
-                }
-                queue.extend(node.targets().into_iter().map(|t| (t, d + 1)));
-            }
-        }
+        let nodes = tree.below(start);
+        let entries: Vec<(&str, usize)> = nodes
+            .iter()
+            .filter_map(|(n, d)| n.entry.as_deref().map(|e| (e, *d)))
+            .collect();
+        let probes: Vec<(&str, usize)> = nodes
+            .iter()
+            .filter_map(|(n, d)| n.probe.as_deref().map(|p| (p, *d)))
+            .collect();
         (entries, probes)
     };
     // The option that reaches the run's first-ranked finding (root causes come first), then the
@@ -348,22 +338,12 @@ fn answered_elsewhere(
     let f = all.iter().find(|f| {
         f.id == entry && f.status == Status::Fail && Some(f.probe.as_str()) != n.probe.as_deref()
     })?;
-    let by_id: HashMap<&str, &NodeDef> = tree.nodes.iter().map(|x| (x.id.as_str(), x)).collect();
     // Distance from `start` to the nearest leaf concluding `entry`.
-    let to_entry = |start: &str| -> Option<usize> {
-        let mut seen = std::collections::HashSet::new();
-        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
-        while let Some((id, d)) = queue.pop_front() {
-            if !seen.insert(id) || seen.len() > 10_000 {
-                continue;
-            }
-            let node = by_id.get(id)?;
-            if node.kind == NodeKind::Leaf && node.entry.as_deref() == Some(entry) {
-                return Some(d);
-            }
-            queue.extend(node.targets().into_iter().map(|t| (t, d + 1)));
-        }
-        None
+    let to_entry = |start: &str| {
+        tree.below(start)
+            .into_iter()
+            .find(|(x, _)| x.kind == NodeKind::Leaf && x.entry.as_deref() == Some(entry))
+            .map(|(_, d)| d)
     };
     let (label, _) = n
         .branches

@@ -23,18 +23,16 @@ pub(super) const UPDATE_RATIO: ProbeSpec = ProbeSpec {
 fn lr_fraction(ctx: &ProbeCtx, a: u64, b: u64) -> Option<f64> {
     let m = ctx.run.metrics();
     let lr = m.get("learning_rate")?;
-    let fin: Vec<_> = lr.points.iter().filter(|p| p.value.is_finite()).collect();
-    let peak = fin.iter().map(|p| p.value).fold(0.0_f64, f64::max);
-    let inside: Vec<f64> = fin
+    let peak = lr
+        .points
         .iter()
-        .filter(|p| p.step > a && p.step <= b)
         .map(|p| p.value)
-        .collect();
-    if peak <= 0.0 || inside.is_empty() {
-        return None;
-    }
-    let mean = inside.iter().sum::<f64>() / inside.len() as f64;
-    Some((mean / peak).clamp(1e-6, 1.0))
+        .filter(|v| v.is_finite())
+        .fold(0.0_f64, f64::max);
+    // `mean` keeps the finite values only.
+    let inside: Vec<f64> = lr.range(a + 1, b).iter().map(|p| p.value).collect();
+    let mean = mean(&inside)?;
+    (peak > 0.0).then(|| (mean / peak).clamp(1e-6, 1.0))
 }
 
 pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
