@@ -178,6 +178,25 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
                 ));
             }
         }
+        // Users' own words: a trimmed problem statement, not a paragraph, and not a copy of a
+        // keyword (which already holds it).
+        for p in &e.phrases {
+            let words = p.split_whitespace().count();
+            if !(3..=25).contains(&words) {
+                out.push(warn(
+                    &e.origin,
+                    format!(
+                        "{}: phrase {p:?} has {words} words (a user's statement: 3-25)",
+                        e.id
+                    ),
+                ));
+            } else if e.keywords.iter().any(|k| k.eq_ignore_ascii_case(p)) {
+                out.push(warn(
+                    &e.origin,
+                    format!("{}: phrase {p:?} repeats a keyword", e.id),
+                ));
+            }
+        }
         // Users read the catalog, not the seed material it was written from: text that
         // argues with "the seed" or cites its files says the fact itself instead.
         let mut texts: Vec<&str> = vec![&e.title, &e.symptom, &e.cause, &e.fix];

@@ -122,6 +122,10 @@ pub struct Entry {
     pub knobs: Vec<String>,
     #[serde(default)]
     pub keywords: Vec<String>,
+    /// How users describe this problem in their own words (issue titles, forum questions,
+    /// trimmed): searched beside the keywords, never shown as the entry's text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phrases: Vec<String>,
     #[serde(default)]
     pub errors: Vec<String>,
     #[serde(default)]

@@ -20,6 +20,8 @@ const UNKNOWN_WEIGHT: f32 = 0.15;
 pub(super) struct Query {
     /// Analysed query words (stop words removed, typos corrected).
     pub tokens: Vec<String>,
+    /// Each token's weight (see [`weights`]).
+    pub weights: Vec<f32>,
     /// Synonym expansions: (query words that triggered the group, expansion word).
     pub expansions: Vec<(Vec<String>, String)>,
     /// Entries whose error string the query quotes (entry index, run length).
@@ -30,7 +32,14 @@ pub(super) struct Query {
     pub outside: Option<String>,
     /// The query asks how to do something and names no problem (see [`usage_question`]).
     pub usage: bool,
+    /// Share of the query's letters in a script the catalog is not written in (CJK).
+    pub foreign: f32,
 }
+
+/// Above this share of letters the catalog cannot read, a query of which a single word is
+/// left is a fragment of what the user said ("Lora微调灾难性遗忘" is read as "lora"): only a
+/// named subject or a quoted error makes its match confident.
+const MAX_FOREIGN: f32 = 0.5;
 
 /// How a question about using a tool opens ("how do I merge …", "can I train on …").
 const USAGE_OPENINGS: &[&str] = &[
@@ -67,6 +76,25 @@ const USAGE_OPENINGS: &[&str] = &[
     "can it ",
     "does it ",
     "does this ",
+    // A yes/no or wh- question with no word of trouble in it ("Can LoRA adapters be loaded
+    // on different GPUs", "Will MPS be supported", "Which scheduler should I use").
+    "can ",
+    "could ",
+    "will ",
+    "would ",
+    "does ",
+    "do ",
+    "is ",
+    "are ",
+    "what is ",
+    "what are ",
+    "what's ",
+    "which ",
+    "where ",
+    "when should ",
+    "how does ",
+    "how do ",
+    "how can ",
 ];
 
 /// Words that make a question a problem report after all ("how to fix the NaN loss",
@@ -147,6 +175,21 @@ const PROBLEM_WORDS: &[&str] = &[
     "instead",
     "risk",
     "risks",
+    // Movement and persistence of a metric, or asking whether it is normal.
+    "degenerate",
+    "negative",
+    "decrease",
+    "decreases",
+    "decreasing",
+    "decreased",
+    "increase",
+    "increases",
+    "increasing",
+    "increased",
+    "always",
+    "keep",
+    "keeps",
+    "normal",
 ];
 
 /// Is the query a question about how to use something (set an option, merge an adapter,
@@ -157,11 +200,18 @@ pub(super) fn usage_question(query: &str) -> bool {
     let lower = query.to_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .map(|w| w.trim_matches('\''))
         .filter(|w| !w.is_empty())
         .collect();
+    // A number is a measured value ("accuracy stays at 0.5", "ap=0"): the question is about
+    // what the run shows.
+    let is_number = |w: &str| {
+        w.chars().next().is_some_and(|c| c.is_ascii_digit())
+            && w.chars().all(|c| c.is_ascii_digit() || c == '.')
+    };
     if words
         .iter()
-        .any(|w| PROBLEM_WORDS.contains(w) || w.ends_with("n't"))
+        .any(|w| PROBLEM_WORDS.contains(w) || w.ends_with("n't") || is_number(w))
     {
         return false;
     }
@@ -207,7 +257,8 @@ pub struct Confidence {
     pub margin: f32,
     /// Why: "entry id", "quoted error", "usage question" (asks how to do something and
     /// names no problem), "outside the catalog" (the query names a kind of
-    /// problem the catalog does not cover), "subject named" (a keyword phrase, error string or
+    /// problem the catalog does not cover), "mostly unreadable" (most of the query is in a
+    /// script the catalog is not written in), "subject named" (a keyword phrase, error string or
     /// knob of the entry, or a synonym of one), "coverage", or "no hits". A domain cue alone
     /// ("llava", "yolo") is not a subject: it only steers the ranking.
     pub reason: &'static str,
@@ -231,6 +282,15 @@ impl Confidence {
     }
 }
 
+/// Each token's weight: its idf, or a small share of the rarest word's for a word no entry
+/// holds (product names, typos, chatter).
+pub(super) fn weights(tokens: &[String], idf: &HashMap<String, f32>, max_idf: f32) -> Vec<f32> {
+    tokens
+        .iter()
+        .map(|t| idf.get(t).copied().unwrap_or(max_idf * UNKNOWN_WEIGHT))
+        .collect()
+}
+
 /// Judge the best hit (entry index `entry`, its analysed words `words`).
 pub(super) fn judge(
     q: &Query,
@@ -239,10 +299,9 @@ pub(super) fn judge(
     margin: f32,
     words: &HashSet<String>,
     strong_words: &HashSet<String>,
-    idf: &HashMap<String, f32>,
 ) -> Confidence {
-    let (_, strong, peak) = coverage(q, strong_words, idf);
-    let (coverage, matched, _) = coverage(q, words, idf);
+    let (_, strong, peak) = coverage(q, strong_words);
+    let (coverage, matched, _) = coverage(q, words);
     let verdict = |confident: bool, reason: &'static str| Confidence {
         confident,
         coverage,
@@ -271,20 +330,17 @@ pub(super) fn judge(
     if concept {
         return verdict(true, "subject named");
     }
+    if q.foreign > MAX_FOREIGN && q.tokens.len() <= 1 {
+        return verdict(false, "mostly unreadable");
+    }
     verdict(coverage >= MIN_COVERAGE, "coverage")
 }
 
 /// Share of the query's idf mass found in the entry (directly or via a triggered synonym),
 /// and that mass.
-pub(super) fn coverage(
-    q: &Query,
-    words: &HashSet<String>,
-    idf: &HashMap<String, f32>,
-) -> (f32, f32, f32) {
-    let max_idf = idf.values().copied().fold(0.0f32, f32::max);
+pub(super) fn coverage(q: &Query, words: &HashSet<String>) -> (f32, f32, f32) {
     let (mut total, mut found, mut peak) = (0.0f32, 0.0f32, 0.0f32);
-    for t in &q.tokens {
-        let w = idf.get(t).copied().unwrap_or(max_idf * UNKNOWN_WEIGHT);
+    for (t, &w) in q.tokens.iter().zip(&q.weights) {
         total += w;
         let hit = words.contains(t)
             || q.expansions
@@ -315,6 +371,9 @@ mod tests {
             "can I train on two GPUs",
             "Are there any tips and tricks about reward design?",
             "Can multiple GPUs be used for training？",
+            "Can Lora adapters be loaded on different GPUs",
+            "Will MPS be supported on Apple Silicon chips?",
+            "Which scheduler should I use for SFT",
         ] {
             assert!(usage_question(q), "{q}");
         }
@@ -325,6 +384,10 @@ mod tests {
             "loss goes up after resuming, how to resume properly? it doesn't work",
             "mAP is zero after training",
             "why does my model repeat itself",
+            "Is it normal that the GRPO loss is zero",
+            "Does the accuracy stay at 0.5 for everyone?",
+            "Can 't training with fp16",
+            "How to stop model keep generating",
         ] {
             assert!(!usage_question(q), "{q}");
         }

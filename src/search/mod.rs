@@ -30,7 +30,12 @@ pub use confidence::Confidence;
 use plan::Lexicon;
 use snippet::{edit_distance_le1, snippet_sources, split_sentences, truncate_snippet};
 
-const ANALYZER: &str = "mlt";
+/// The index fields' tokenizer: stems joined by spaces (see `SearchIndex::build`).
+const STEMS: &str = "mlt_stems";
+/// Writer memory budget. It only sizes the segment writer's initial term table (2^12 slots
+/// here; the table grows as terms come): tantivy's usual 15 MB meant a 2^19-slot table, about
+/// 3 ms of page faults on every start. Measured: 0.1 to 1 MB alike, 15 MB 4 ms more CPU.
+const WRITER_BUDGET: usize = 300_000;
 
 /// Index build or query failure (tantivy internals).
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +85,7 @@ struct Fields {
     domain: Field,
     title: Field,
     keywords: Field,
+    phrases: Field,
     errors: Field,
     symptom: Field,
     question: Field,
@@ -89,10 +95,11 @@ struct Fields {
 
 /// (field, boost) pairs used for every query token: what the user sees (title, symptom) and
 /// types (keywords, errors) above why it happens and how to fix it.
-fn boosts(f: &Fields) -> [(Field, f32); 7] {
+fn boosts(f: &Fields) -> [(Field, f32); 8] {
     [
         (f.title, 4.0),
         (f.keywords, 3.0),
+        (f.phrases, 1.0),
         (f.errors, 1.0),
         (f.symptom, 2.0),
         (f.question, 1.5),
@@ -107,6 +114,14 @@ const W_SYNONYM: f32 = 0.5;
 const W_CUE: f32 = 5.0;
 /// Lift per word of an entry's error string quoted in order by the query.
 const W_QUOTE: f32 = 3.0;
+/// The best BM25 hits re-ordered by how much of the query they explain (see `rerank`).
+const RERANK_POOL: usize = 30;
+/// Weight of each share of the query an entry explains (anywhere; in what it shows) against
+/// its BM25 score relative to the best hit's (weight 1).
+const W_EXPLAINS: f32 = 0.3;
+/// Lift for an entry whose subject the query names (a keyword phrase, error string or knob
+/// identifier specific to it: "EMA", "LoRA", "find_unused_parameters"), on the same scale.
+const W_NAMED: f32 = 0.2;
 
 fn analyzer() -> TextAnalyzer {
     let builder = TextAnalyzer::builder(SimpleTokenizer::default())
@@ -136,6 +151,8 @@ pub struct SearchIndex {
     sentence_cache: std::sync::Mutex<HashMap<String, std::sync::Arc<Sentences>>>,
     /// Inverse document frequency of each analysed word over entries.
     idf: HashMap<String, f32>,
+    /// The largest of them (the rarest word's).
+    max_idf: f32,
 }
 
 /// Hits for a query plus whether the best one is a confident match.
@@ -159,18 +176,17 @@ fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, usize, usize)
     out
 }
 
-/// The query-plan lexicon and the inverse document frequency of each analysed word.
-fn lexicon_and_idf(cat: &Catalog, an: &mut analyse::Stems) -> (Lexicon, HashMap<String, f32>) {
-    let lexicon = Lexicon::build_with(cat, an);
+/// The query-plan lexicon (its entries added) and the inverse document frequency of each
+/// analysed word.
+fn lexicon_and_idf(
+    cat: &Catalog,
+    b: plan::LexiconBuilder,
+    an: analyse::Stems,
+) -> (Lexicon, HashMap<String, f32>) {
+    let lexicon = b.finish(cat, an);
     let n = lexicon.entry_sets.len() as f32;
-    let mut df: HashMap<&str, u32> = HashMap::new();
-    for set in &lexicon.entry_sets {
-        for w in set {
-            *df.entry(w.as_str()).or_default() += 1;
-        }
-    }
-    let idf = df
-        .into_iter()
+    let idf = lexicon
+        .doc_freqs()
         .map(|(w, d)| {
             (
                 w.to_string(),
@@ -187,6 +203,21 @@ fn lexicon_and_idf(cat: &Catalog, an: &mut analyse::Stems) -> (Lexicon, HashMap<
 /// scripts alone finds nothing and says so.
 fn words_the_catalog_can_hold(chars: impl Iterator<Item = char>) -> String {
     chars.map(|c| if is_cjk(c) { ' ' } else { c }).collect()
+}
+
+/// Share of the query's letters written in a script the catalog is not (see `is_cjk`): when
+/// most of a query is such text, the words left say too little to be sure of a match.
+fn foreign_share(chars: impl Iterator<Item = char>) -> f32 {
+    let (mut all, mut foreign) = (0usize, 0usize);
+    for c in chars.filter(|c| c.is_alphanumeric()) {
+        all += 1;
+        foreign += is_cjk(c) as usize;
+    }
+    if all == 0 {
+        0.0
+    } else {
+        foreign as f32 / all as f32
+    }
 }
 
 fn is_cjk(c: char) -> bool {
@@ -208,7 +239,7 @@ impl SearchIndex {
         let mut sb = Schema::builder();
         let text = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
-                .set_tokenizer(ANALYZER)
+                .set_tokenizer(STEMS)
                 .set_index_option(IndexRecordOption::WithFreqs),
         );
         let fields = Fields {
@@ -216,6 +247,7 @@ impl SearchIndex {
             domain: sb.add_text_field("domain", STRING),
             title: sb.add_text_field("title", text.clone()),
             keywords: sb.add_text_field("keywords", text.clone()),
+            phrases: sb.add_text_field("phrases", text.clone()),
             errors: sb.add_text_field("errors", text.clone()),
             symptom: sb.add_text_field("symptom", text.clone()),
             question: sb.add_text_field("question", text.clone()),
@@ -224,65 +256,71 @@ impl SearchIndex {
         };
         // One segment written in this thread into an empty RAM directory: no indexing thread,
         // channel, commit or merge bookkeeping (the documented use of tantivy's single-segment
-        // writer). Each distinct word is stemmed once per thread (`analyse`) and the words go
-        // to the index pre-tokenized.
-        let tokenizers = tantivy::tokenizer::TokenizerManager::default();
-        tokenizers.register(ANALYZER, analyzer());
+        // writer). Each distinct word is analysed once (`analyse`) and every text goes to the
+        // index as its stems joined by spaces (stop words left out, as the query analyzer
+        // leaves them out), split again by a whitespace tokenizer: the terms are exactly the
+        // query's analysed tokens. The index keeps frequencies, not positions, so the token
+        // offsets do not matter; snippets are made from the entries' own text.
+        let tokenizers = tantivy::tokenizer::TokenizerManager::new();
+        tokenizers.register(
+            STEMS,
+            TextAnalyzer::from(tantivy::tokenizer::WhitespaceTokenizer::default()),
+        );
+        // The id and domain fields (STRING).
+        tokenizers.register("raw", tantivy::tokenizer::RawTokenizer::default());
         let mut writer = Index::builder()
             .schema(sb.build())
             .tokenizers(tokenizers)
             .single_segment_index_writer::<TantivyDocument>(
             tantivy::directory::RamDirectory::create(),
-            15_000_000,
+            WRITER_BUDGET,
         )?;
-        // The query-plan lexicon is built on a second thread while this one writes the
-        // segment (each with its own memo): the two are independent, and the first frame is
-        // wall-clock time on 2 cores.
-        let ((texts, index, ids), (lexicon, idf)) =
-            std::thread::scope(|scope| -> Result<_, SearchError> {
-                let side = scope.spawn(|| lexicon_and_idf(cat, &mut analyse::Stems::new()));
-                let mut an = analyse::Stems::new();
-                let mut texts = HashMap::new();
-                for e in &cat.entries {
-                    let mut doc = TantivyDocument::default();
-                    doc.add_text(fields.id, e.id.to_ascii_lowercase());
-                    doc.add_text(fields.domain, e.domain.as_str());
-                    let mut add = |doc: &mut TantivyDocument, field: Field, text: String| {
-                        doc.add_pre_tokenized_text(field, an.pre_tokenized(text));
-                    };
-                    add(&mut doc, fields.title, e.title.clone());
-                    add(&mut doc, fields.keywords, e.keywords.join(" ; "));
-                    add(&mut doc, fields.keywords, e.knobs.join(" ; "));
-                    add(&mut doc, fields.errors, e.errors.join(" ; "));
-                    add(&mut doc, fields.symptom, e.symptom.clone());
-                    let mut q = e.question.clone().unwrap_or_default();
-                    if let Some(t) = &e.threshold {
-                        q.push_str(" ; ");
-                        q.push_str(t);
-                    }
-                    for l in &e.leaves {
-                        q.push_str(" ; ");
-                        q.push_str(&l.when);
-                    }
-                    add(&mut doc, fields.question, q);
-                    add(&mut doc, fields.cause, e.cause.clone());
-                    add(&mut doc, fields.fix, e.fix.clone());
-                    writer.add_document(doc)?;
-                    texts.insert(e.id.clone(), snippet_sources(e));
-                }
-                let index = writer.finalize()?;
-                let ids = cat
-                    .entries
-                    .iter()
-                    .map(|e| (e.id.clone(), e.title.clone()))
-                    .collect();
-
-                let side = side
-                    .join()
-                    .unwrap_or_else(|_| lexicon_and_idf(cat, &mut analyse::Stems::new()));
-                Ok(((texts, index, ids), side))
-            })?;
-        let reader = index.reader()?;
+        // Each entry's texts are analysed once (`analyse`: each distinct word once) and feed
+        // both the segment and the query-plan lexicon.
+        use std::iter::once;
+        use std::ops::Range;
+        let mut an = analyse::Stems::new();
+        let mut lex = plan::LexiconBuilder::new(cat.entries.len());
+        let mut ew = analyse::EntryWords::default();
+        let mut texts = HashMap::with_capacity(cat.entries.len());
+        let mut buf = String::with_capacity(4096);
+        for e in &cat.entries {
+            ew.read(e, &mut an);
+            let mut doc = TantivyDocument::default();
+            doc.add_text(fields.id, e.id.to_ascii_lowercase());
+            doc.add_text(fields.domain, e.domain.as_str());
+            let mut add = |field: Field, ranges: &mut dyn Iterator<Item = &Range<usize>>| {
+                buf.clear();
+                ew.index_text(ranges, &an, &mut buf);
+                doc.add_text(field, &buf);
+            };
+            add(fields.title, &mut once(&ew.title));
+            add(fields.keywords, &mut ew.keywords.iter());
+            add(fields.keywords, &mut ew.knobs.iter());
+            add(fields.phrases, &mut ew.phrases.iter());
+            add(fields.errors, &mut ew.errors.iter());
+            add(fields.symptom, &mut once(&ew.symptom));
+            add(
+                fields.question,
+                &mut ew.question.iter().chain(&ew.question_more),
+            );
+            add(fields.cause, &mut once(&ew.cause));
+            add(fields.fix, &mut once(&ew.fix));
+            writer.add_document(doc)?;
+            lex.add(e, &ew, &mut an);
+            texts.insert(e.id.clone(), snippet_sources(e));
+        }
+        let index = writer.finalize()?;
+        let ids = cat
+            .entries
+            .iter()
+            .map(|e| (e.id.clone(), e.title.clone()))
+            .collect();
+        let (lexicon, idf) = lexicon_and_idf(cat, lex, an);
+        let reader = index
+            .reader_builder()
+            .reload_policy(tantivy::ReloadPolicy::Manual)
+            .try_into()?;
         Ok(SearchIndex {
             reader,
             fields,
@@ -292,6 +330,7 @@ impl SearchIndex {
             index,
             lexicon,
             sentence_cache: std::sync::Mutex::new(HashMap::new()),
+            max_idf: idf.values().copied().fold(0.0f32, f32::max),
             idf,
         })
     }
@@ -336,7 +375,6 @@ impl SearchIndex {
                     margin,
                     &self.lexicon.entry_sets[i],
                     &self.lexicon.entry_strong[i],
-                    &self.idf,
                 )
             }
         };
@@ -351,6 +389,7 @@ impl SearchIndex {
     ) -> Result<(Vec<Hit>, confidence::Query, plan::Plan), SearchError> {
         let limit = limit.clamp(1, 1000);
         // Bound the work on pathological input (a pasted 10 kB log): the first 64 tokens carry it.
+        let foreign = foreign_share(query.chars().take(2000));
         let query: String = words_the_catalog_can_hold(query.chars().take(2000));
         let mut an = self.analyzer.clone();
         let half_typed = !query.ends_with(char::is_whitespace)
@@ -387,19 +426,31 @@ impl SearchIndex {
             })
             .filter(|s| !s.is_empty())
             .collect();
+        // An id typed as the catalog writes it ("V2", "S2.1"), or alone in a short query
+        // ("v2", "show o5"): in a sentence, "v2" is a version ("About v2 training").
+        let typed: Vec<&str> = query
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .map(|s| s.trim_matches(|c: char| !c.is_alphanumeric() && c != '.'))
+            .collect();
+        let short = raw_ids.len() <= 2;
         let exact_ids: Vec<&(String, String)> = self
             .ids
             .iter()
-            .filter(|(id, _)| raw_ids.iter().any(|r| r.eq_ignore_ascii_case(id)))
+            .filter(|(id, _)| {
+                raw_ids.iter().any(|r| r.eq_ignore_ascii_case(id))
+                    && (short || typed.iter().any(|t| t == id))
+            })
             .collect();
 
         let q = confidence::Query {
+            weights: confidence::weights(&toks, &self.idf, self.max_idf),
             tokens: toks.clone(),
             expansions: expansions.clone(),
             quoted: plan.quoted.clone(),
             exact_id: !exact_ids.is_empty(),
             outside: plan.outside.clone(),
             usage: confidence::usage_question(&query),
+            foreign,
         };
         if toks.is_empty() && exact_ids.is_empty() {
             return Ok((Vec::new(), q, plan));
@@ -521,18 +572,16 @@ impl SearchIndex {
                 ),
             ]));
         }
-        let top = searcher.search(&*q_all, &TopDocs::with_limit(limit).order_by_score())?;
+        let pool = limit.max(RERANK_POOL);
+        let mut top = searcher.search(&*q_all, &TopDocs::with_limit(pool).order_by_score())?;
+        if exact_ids.is_empty() {
+            self.rerank(&q, &plan, &searcher, &mut top);
+        }
+        top.truncate(limit);
         let mut hits = Vec::with_capacity(top.len());
         let exp: Vec<String> = expansions.iter().map(|e| e.1.clone()).collect();
         for (score, addr) in top {
-            let doc: TantivyDocument = searcher.doc(addr)?;
-            let Some(idv) = doc
-                .get_first(f.id)
-                .and_then(|v| tantivy::schema::Value::as_str(&v).map(str::to_string))
-            else {
-                continue;
-            };
-            let Some((id, _)) = self.ids.iter().find(|(i, _)| i.eq_ignore_ascii_case(&idv)) else {
+            let Some((id, _)) = self.entry_of(&searcher, addr).and_then(|i| self.ids.get(i)) else {
                 continue;
             };
             let snippet = self.snippet(id, &toks, &exp);
@@ -543,6 +592,59 @@ impl SearchIndex {
             });
         }
         Ok((hits, q, plan))
+    }
+
+    /// Re-orders the BM25 pool by how much of the query each entry explains: a sum of
+    /// per-word scores lets one rare word pull an entry up ("segmentation fault" -> the
+    /// segmentation metric), so the final score adds the share of the query's weight the
+    /// entry holds anywhere and in what it shows (title, symptom, keywords, phrases, errors).
+    fn rerank(
+        &self,
+        q: &confidence::Query,
+        plan: &plan::Plan,
+        searcher: &tantivy::Searcher,
+        top: &mut [(f32, tantivy::DocAddress)],
+    ) {
+        let Some(best) = top.first().map(|t| t.0).filter(|b| *b > 0.0) else {
+            return;
+        };
+        let scale = 1.0 + 2.0 * W_EXPLAINS + W_NAMED;
+        for (rank, t) in top.iter_mut().enumerate() {
+            // Below the pool, hits keep their order, scored as explaining nothing more.
+            let i = match self.entry_of(searcher, t.1) {
+                Some(i) if rank < RERANK_POOL => i,
+                _ => {
+                    t.0 /= scale;
+                    continue;
+                }
+            };
+            let (all, _, _) = confidence::coverage(q, &self.lexicon.entry_sets[i]);
+            let (strong, _, _) = confidence::coverage(q, &self.lexicon.entry_strong[i]);
+            let named = if self.lexicon.names_concept(plan, i) {
+                1.0
+            } else {
+                0.0
+            };
+            t.0 = best * (t.0 / best + W_EXPLAINS * (all + strong) + W_NAMED * named) / scale;
+        }
+        top.sort_by(|a, b| b.0.total_cmp(&a.0));
+    }
+
+    /// The catalog index of a hit. The index is one segment written in catalog order, so a
+    /// document's id is its entry's position; the stored id is read only if that ever stops
+    /// holding (a hit list is rebuilt on every keystroke, and the store is compressed).
+    fn entry_of(&self, searcher: &tantivy::Searcher, addr: tantivy::DocAddress) -> Option<usize> {
+        let i = addr.doc_id as usize;
+        if addr.segment_ord == 0 && searcher.segment_readers().len() == 1 && i < self.ids.len() {
+            return Some(i);
+        }
+        let doc: TantivyDocument = searcher.doc(addr).ok()?;
+        let idv = doc
+            .get_first(self.fields.id)
+            .and_then(|v| tantivy::schema::Value::as_str(&v).map(str::to_string))?;
+        self.ids
+            .iter()
+            .position(|(i, _)| i.eq_ignore_ascii_case(&idv))
     }
 
     /// An entry's sentences with their analysed words, computed on first use and kept (a hit
@@ -645,6 +747,73 @@ impl SearchIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_in_sentences_are_versions_cjk_fragments_are_not_confident() {
+        let cat = Catalog::embedded().unwrap();
+        let idx = SearchIndex::build(&cat).unwrap();
+        // "v2" in a sentence is a version; typed alone, or as the catalog writes it, an id.
+        let r = idx
+            .search_ranked(
+                "About v2 training: segmentation fault (core dumped)",
+                3,
+                None,
+            )
+            .unwrap();
+        assert_ne!(r.confidence.reason, "entry id", "{r:?}");
+        assert_eq!(r.hits[0].id, "N2", "{r:?}");
+        for q in ["v2", "show V2", "random augmentation V2 in eval"] {
+            let r = idx.search_ranked(q, 3, None).unwrap();
+            assert_eq!(r.hits[0].id, "V2", "{q}: {r:?}");
+        }
+        // Of a mostly-Chinese query one word is read: too little to be sure.
+        let r = idx.search_ranked("Lora微调灾难性遗忘", 3, None).unwrap();
+        assert!(!r.confidence.confident, "{r:?}");
+        assert_eq!(r.confidence.reason, "mostly unreadable");
+        // Two readable words and a quoted subject still count.
+        let r = idx
+            .search_ranked("为什么我在使用GRPO微调时，我的reward始终为0", 3, None)
+            .unwrap();
+        assert!(r.confidence.reason != "mostly unreadable", "{r:?}");
+        // Outside phrases match with one word between ("inference is slow").
+        let r = idx
+            .search_ranked("inference is terribly slow after fine-tuning", 3, None)
+            .unwrap();
+        assert_eq!(r.confidence.reason, "outside the catalog", "{r:?}");
+    }
+
+    #[test]
+    fn the_query_s_subject_outranks_one_strong_word() {
+        let cat = Catalog::embedded().unwrap();
+        let idx = SearchIndex::build(&cat).unwrap();
+        for (q, want) in [
+            ("CUDA out of memory error during validation", "M6"),
+            ("segmentation fault during training", "N2"),
+            ("CUDA error: illegal memory access", "N1"),
+            ("SFT Trainer packing makes loss weird", "L4"),
+        ] {
+            let r = idx.search_ranked(q, 3, None).unwrap();
+            assert_eq!(r.hits[0].id, want, "{q}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn documents_sit_in_catalog_order() {
+        let cat = Catalog::embedded().unwrap();
+        let idx = SearchIndex::build(&cat).unwrap();
+        let searcher = idx.reader.searcher();
+        assert_eq!(searcher.segment_readers().len(), 1);
+        for (i, (id, _)) in idx.ids.iter().enumerate() {
+            let addr = tantivy::DocAddress::new(0, i as u32);
+            let doc: TantivyDocument = searcher.doc(addr).unwrap();
+            let stored = doc
+                .get_first(idx.fields.id)
+                .and_then(|v| tantivy::schema::Value::as_str(&v).map(str::to_string))
+                .unwrap();
+            assert_eq!(stored, id.to_ascii_lowercase());
+            assert_eq!(idx.entry_of(&searcher, addr), Some(i));
+        }
+    }
 
     #[test]
     fn snippet_render_marks_highlights() {

@@ -1,14 +1,18 @@
 //! Query planning over the catalog's own words: typo correction for words the catalog lacks,
 //! synonym groups and domain cues from the playbook vocabulary (matched as phrases), and entry
-//! error strings recognised when a query quotes a run of them.
+//! error strings recognised when a query quotes a run of them. Words are stem ids interned
+//! once per index (see `analyse`); a query's stems are looked up by id.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer,
 };
 
-use crate::catalog::{Catalog, Domain};
+use super::analyse::{EntryWords, Stems, Strings, Word, LONG};
+use crate::catalog::{Catalog, Domain, Entry};
 
 /// Shortest run of an error string's words, in order, that counts as quoting it.
 const PHRASE_MIN: usize = 4;
@@ -45,35 +49,93 @@ fn raw_words(text: &str) -> impl Iterator<Item = (usize, &str)> {
         .map(move |w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
 }
 
-/// Vocabulary built once per index.
+/// Separator between an entry's fields in its word sequence (no stem has this id).
+const SEP: u32 = u32::MAX - 1;
+/// A query word no catalog text holds (equal to no stem of a catalog phrase).
+const UNKNOWN: u32 = u32::MAX - 2;
+
+/// Per entry, its words as sorted stem ids. Indexing gives an entry's words as a set of
+/// stems, made on first use and kept (the verdict and the ranking look at a few entries per
+/// query; building all of them on every start cost more than the rest of the lexicon).
+pub(super) struct WordSets {
+    ids: Vec<Vec<u32>>,
+    stems: Arc<Strings>,
+    shown: Vec<OnceLock<HashSet<String>>>,
+}
+
+impl WordSets {
+    fn new(ids: Vec<Vec<u32>>, stems: &Arc<Strings>) -> WordSets {
+        WordSets {
+            shown: (0..ids.len()).map(|_| OnceLock::new()).collect(),
+            ids,
+            stems: stems.clone(),
+        }
+    }
+
+    /// Number of entries.
+    pub(super) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn contains(set: &[u32], w: u32) -> bool {
+        set.binary_search(&w).is_ok()
+    }
+}
+
+impl std::ops::Index<usize> for WordSets {
+    type Output = HashSet<String>;
+
+    fn index(&self, entry: usize) -> &HashSet<String> {
+        self.shown[entry].get_or_init(|| {
+            self.ids[entry]
+                .iter()
+                .map(|&w| self.stems.get(w).to_string())
+                .collect()
+        })
+    }
+}
+
+/// Words for correction by length in characters: (characters, uses, word).
+type ByLen = HashMap<usize, Vec<(Vec<char>, u32, String)>>;
+
+/// Vocabulary built once per index. Words are stem ids (see `analyse`); a query's words are
+/// looked up by their stem.
 pub(super) struct Lexicon {
-    /// Lower-cased words as they appear in the catalog and the vocabulary, with counts.
-    raw: HashMap<String, u32>,
-    /// The same words as characters, grouped by length, for correction.
-    by_len: HashMap<usize, Vec<(Vec<char>, u32, String)>>,
-    /// Stemmed words of the catalog (stop words kept).
-    stems: HashSet<String>,
+    /// Stems of every analysed text (catalog, vocabulary, index-only texts), interned.
+    stems: Arc<Strings>,
+    /// Lower-cased words as typed, interned …
+    lowers: Strings,
+    /// … and how often the catalog and the vocabulary use each (0: only in a text the
+    /// lexicon does not read, such as a threshold).
+    raw_count: Vec<u32>,
+    /// The used words as characters, grouped by length, for correction (made when a query
+    /// first holds a word the catalog lacks).
+    by_len: OnceLock<ByLen>,
+    /// By stem id: a stem of the catalog (stop words kept) or of the vocabulary.
+    known: Vec<bool>,
+    /// By stem id: the number of entries holding it.
+    df: Vec<u32>,
     /// Each synonym phrase (stemmed words) with its group.
-    phrases: Vec<(Vec<String>, usize)>,
+    phrases: Vec<(Vec<u32>, usize)>,
     /// Group -> its phrases.
-    groups: Vec<Vec<Vec<String>>>,
+    groups: Vec<Vec<Vec<u32>>>,
     /// Cue phrase -> domain.
-    cues: Vec<(Vec<String>, Domain)>,
+    cues: Vec<(Vec<u32>, Domain)>,
     /// Phrases naming a kind of problem outside the catalog, with the topic's name.
-    outside: Vec<(Vec<String>, String)>,
+    outside: Vec<(Vec<u32>, String)>,
     /// Error strings (stemmed words) with the index of their entry.
-    errors: Vec<(Vec<String>, usize)>,
+    errors: Vec<(Vec<u32>, usize)>,
     /// Per entry: the phrases that name its subject (keywords, error strings, identifiers in
     /// its knobs), as stemmed words.
-    concepts: Vec<Vec<Vec<String>>>,
-    /// Per entry: all its text as stemmed words ("|" between fields), and the same as a set.
-    entry_seqs: Vec<Vec<String>>,
-    pub(super) entry_sets: Vec<HashSet<String>>,
-    /// Per entry: the words of what it shows (title, symptom, keywords, errors).
-    pub(super) entry_strong: Vec<HashSet<String>>,
+    concepts: Vec<Vec<Vec<u32>>>,
+    /// Per entry: all its text as stemmed words ([`SEP`] between fields), and the same as a set.
+    entry_seqs: Vec<Vec<u32>>,
+    pub(super) entry_sets: WordSets,
+    /// Per entry: the words of what it shows (title, symptom, keywords, errors, phrases).
+    pub(super) entry_strong: WordSets,
     /// Phrase -> number of entries holding it, filled as queries ask (the same synonym groups
     /// come back keystroke after keystroke).
-    df_cache: std::sync::Mutex<HashMap<Vec<String>, usize>>,
+    df_cache: Mutex<HashMap<Vec<u32>, usize>>,
 }
 
 /// What one query asks for, after correction and expansion.
@@ -96,6 +158,10 @@ pub(super) struct Plan {
     pub groups: Vec<(usize, Vec<String>)>,
     /// The kind of problem outside the catalog the query names, if any.
     pub outside: Option<String>,
+    /// `words` as stem ids ([`UNKNOWN`] for a stem no analysed text holds).
+    ids: Vec<u32>,
+    /// `groups` as (group, index of the triggering phrase in the lexicon's phrases).
+    triggers: Vec<(usize, usize)>,
 }
 
 /// Optimal-string-alignment distance (a transposition counts as one edit), or None above `max`.
@@ -134,128 +200,191 @@ fn osa_within(a: &[char], b: &[char], max: usize) -> Option<usize> {
 }
 
 /// Does `hay` contain `needle` as a contiguous run?
-fn contains_run(hay: &[String], needle: &[String]) -> bool {
+fn contains_run<T: PartialEq>(hay: &[T], needle: &[T]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// Does `hay` hold the words of `needle` in order, with at most one other word between two
+/// of them ("inference is terribly slow" holds "inference is slow")? A one-word needle must
+/// appear as is.
+fn contains_loose_run<T: PartialEq>(hay: &[T], needle: &[T]) -> bool {
+    let Some(first) = needle.first() else {
+        return false;
+    };
+    hay.iter()
+        .enumerate()
+        .filter(|(_, w)| *w == first)
+        .any(|(start, _)| {
+            let mut at = start;
+            needle[1..].iter().all(
+                |n| match hay[at + 1..].iter().take(2).position(|w| w == n) {
+                    Some(k) => {
+                        at += 1 + k;
+                        true
+                    }
+                    None => false,
+                },
+            )
+        })
+}
+
 /// Longest contiguous run shared by `a` and `b`.
-fn longest_common_run(a: &[String], b: &[String]) -> usize {
+fn longest_common_run<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     let mut best = 0;
     let mut prev = vec![0usize; b.len() + 1];
+    let mut cur = vec![0usize; b.len() + 1];
     for x in a {
-        let mut cur = vec![0usize; b.len() + 1];
         for (j, y) in b.iter().enumerate() {
-            if x == y {
-                cur[j + 1] = prev[j] + 1;
-                best = best.max(cur[j + 1]);
-            }
+            cur[j + 1] = if x == y { prev[j] + 1 } else { 0 };
+            best = best.max(cur[j + 1]);
         }
-        prev = cur;
+        std::mem::swap(&mut prev, &mut cur);
     }
     best
 }
 
-/// Count a word lower-cased, allocating only for a word not seen before.
-fn count_word(raw: &mut HashMap<String, u32>, w: &str) {
-    if w.bytes().all(|b| !b.is_ascii_uppercase()) {
-        if let Some(n) = raw.get_mut(w) {
-            *n += 1;
-            return;
-        }
-    }
-    *raw.entry(w.to_lowercase()).or_default() += 1;
+/// The lexicon's per-entry tables, filled entry by entry from words analysed once (the index
+/// is written from the same words in the same walk).
+pub(super) struct LexiconBuilder {
+    /// By lower-cased word id: how often the catalog and the vocabulary use it.
+    count: Vec<u32>,
+    errors: Vec<(Vec<u32>, usize)>,
+    concepts: Vec<Vec<Vec<u32>>>,
+    entry_seqs: Vec<Vec<u32>>,
+    entry_sets: Vec<Vec<u32>>,
+    entry_strong: Vec<Vec<u32>>,
+    /// Stems of the catalog's own text (not users' phrases): the words known to correction.
+    written: Vec<u32>,
 }
 
-impl Lexicon {
-    #[cfg(test)]
-    pub(super) fn build(cat: &Catalog) -> Lexicon {
-        Self::build_with(cat, &mut super::analyse::Stems::new())
+impl LexiconBuilder {
+    pub(super) fn new(entries: usize) -> LexiconBuilder {
+        LexiconBuilder {
+            count: Vec::new(),
+            errors: Vec::new(),
+            concepts: Vec::with_capacity(entries),
+            entry_seqs: Vec::with_capacity(entries),
+            entry_sets: Vec::with_capacity(entries),
+            entry_strong: Vec::with_capacity(entries),
+            written: Vec::with_capacity(1 << 16),
+        }
     }
 
-    /// Build with the index's memoised analysis (each distinct word stemmed once).
-    pub(super) fn build_with(cat: &Catalog, an: &mut super::analyse::Stems) -> Lexicon {
-        let mut raw: HashMap<String, u32> = HashMap::new();
-        let mut stems = HashSet::new();
-        let mut count_raw = |text: &str| {
-            for (_, w) in raw_words(text) {
-                count_word(&mut raw, w);
+    /// Append the stems of `words` (stop words kept) to `out` and count the words as typed.
+    fn read(&mut self, words: &[Word], out: &mut Vec<u32>) {
+        for w in words {
+            self.count[w.lower as usize] += 1;
+            if w.stem != LONG {
+                out.push(w.stem);
             }
-        };
-        let mut errors = Vec::new();
-        let mut concepts = Vec::with_capacity(cat.entries.len());
-        let mut entry_seqs = Vec::with_capacity(cat.entries.len());
-        let mut entry_strong = Vec::with_capacity(cat.entries.len());
-        for (i, e) in cat.entries.iter().enumerate() {
-            // Each text is analysed once; the pieces feed the sequence, the subject phrases,
-            // the quoted-error table and the word sets.
-            let mut seq = Vec::new();
-            let mut strong = HashSet::new();
-            let mut mine: Vec<Vec<String>> = Vec::new();
-            for t in [&e.title, &e.symptom] {
-                count_raw(t);
-                let w = an.plain(t);
-                strong.extend(w.iter().cloned());
-                seq.extend(w);
-                seq.push("|".to_string());
+        }
+    }
+
+    /// Add the next entry (`e`, its words `ew`).
+    pub(super) fn add(&mut self, e: &Entry, ew: &EntryWords, an: &mut Stems) {
+        let i = self.entry_seqs.len();
+        if self.count.len() < an.lowers.len() {
+            self.count.resize(an.lowers.len(), 0);
+        }
+        let words = |r: &Range<usize>| &ew.words[r.clone()];
+        // Each text feeds the sequence, the subject phrases, the quoted-error table and the
+        // word sets.
+        let mut seq: Vec<u32> = Vec::with_capacity(ew.words.len() + 64);
+        let mut strong: Vec<u32> = Vec::with_capacity(256);
+        let mut mine: Vec<Vec<u32>> = Vec::new();
+        for r in [&ew.title, &ew.symptom] {
+            let s = seq.len();
+            self.read(words(r), &mut seq);
+            strong.extend_from_slice(&seq[s..]);
+            seq.push(SEP);
+        }
+        for (r, is_error) in ew
+            .keywords
+            .iter()
+            .map(|r| (r, false))
+            .chain(ew.errors.iter().map(|r| (r, true)))
+        {
+            let s = seq.len();
+            self.read(words(r), &mut seq);
+            if seq.len() == s {
+                continue;
             }
-            for (k, is_error) in e
-                .keywords
-                .iter()
-                .map(|k| (k, false))
-                .chain(e.errors.iter().map(|k| (k, true)))
+            let w = &seq[s..];
+            strong.extend_from_slice(w);
+            if is_error && w.len() >= 3 {
+                self.errors.push((w.to_vec(), i));
+            }
+            mine.push(w.to_vec());
+            seq.push(SEP);
+        }
+        for r in [&ew.cause, &ew.fix] {
+            self.read(words(r), &mut seq);
+            seq.push(SEP);
+        }
+        for (r, knob) in ew.knobs.iter().zip(&e.knobs) {
+            self.read(words(r), &mut seq);
+            seq.push(SEP);
+            for ident in knob
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|t| t.contains('_') && t.len() >= 6)
             {
-                count_raw(k);
-                let w = an.plain(k);
-                if w.is_empty() {
-                    continue;
-                }
-                strong.extend(w.iter().cloned());
-                seq.extend(w.iter().cloned());
-                seq.push("|".to_string());
-                if is_error && w.len() >= 3 {
-                    errors.push((w.clone(), i));
-                }
+                let mut w = Vec::new();
+                an.plain_into(ident, &mut w);
                 mine.push(w);
             }
-            for t in [&e.cause, &e.fix] {
-                count_raw(t);
-                seq.extend(an.plain(t));
-                seq.push("|".to_string());
-            }
-            for knob in &e.knobs {
-                count_raw(knob);
-                seq.extend(an.plain(knob));
-                seq.push("|".to_string());
-                for ident in knob
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .filter(|t| t.contains('_') && t.len() >= 6)
-                {
-                    mine.push(an.plain(ident));
+        }
+        if let Some(r) = &ew.question {
+            self.read(words(r), &mut seq);
+            seq.push(SEP);
+        }
+        self.written
+            .extend(seq.iter().copied().filter(|&w| w != SEP));
+        // How users say it: words of what the problem looks like (strong), but neither
+        // phrases naming the entry's subject (they are whole sentences) nor words that count
+        // as known for typo correction (users' typos are kept on purpose: "traning").
+        for r in &ew.phrases {
+            let s = seq.len();
+            for w in words(r) {
+                if w.stem != LONG {
+                    seq.push(w.stem);
                 }
             }
-            if let Some(q) = &e.question {
-                count_raw(q);
-                seq.extend(an.plain(q));
-            }
-            stems.extend(seq.iter().filter(|w| *w != "|").cloned());
-            concepts.push(mine);
-            entry_seqs.push(seq);
-            entry_strong.push(strong);
+            strong.extend_from_slice(&seq[s..]);
+            seq.push(SEP);
         }
-        let mut add_text = |text: &str, an: &mut super::analyse::Stems| {
-            for (_, w) in raw_words(text) {
-                count_word(&mut raw, w);
-            }
-            let w = an.plain(text);
-            stems.extend(w.iter().cloned());
-            w
-        };
+        let mut set: Vec<u32> = seq.iter().copied().filter(|&w| w != SEP).collect();
+        set.sort_unstable();
+        set.dedup();
+        strong.sort_unstable();
+        strong.dedup();
+        self.concepts.push(mine);
+        self.entry_seqs.push(seq);
+        self.entry_sets.push(set);
+        self.entry_strong.push(strong);
+    }
+
+    /// Stems of a vocabulary text (stop words kept), its words counted.
+    fn vocab_text(&mut self, text: &str, an: &mut Stems, buf: &mut Vec<Word>) -> Vec<u32> {
+        buf.clear();
+        an.words_into(text, buf);
+        if self.count.len() < an.lowers.len() {
+            self.count.resize(an.lowers.len(), 0);
+        }
+        let mut out = Vec::new();
+        self.read(buf, &mut out);
+        out
+    }
+
+    /// Read the vocabulary (synonyms, cues, topics outside the catalog) and finish; the
+    /// lexicon keeps the interned words.
+    pub(super) fn finish(mut self, cat: &Catalog, mut an: Stems) -> Lexicon {
+        let mut buf = Vec::new();
         let mut phrases = Vec::new();
         let mut groups = Vec::new();
         for (g, group) in cat.vocab.synonyms.iter().enumerate() {
             let mut members = Vec::new();
             for p in group {
-                let w = add_text(p, an);
+                let w = self.vocab_text(p, &mut an, &mut buf);
                 if !w.is_empty() {
                     phrases.push((w.clone(), g));
                     members.push(w);
@@ -266,7 +395,7 @@ impl Lexicon {
         let mut cues = Vec::new();
         for (d, list) in &cat.vocab.cues {
             for c in list {
-                let w = add_text(c, an);
+                let w = self.vocab_text(c, &mut an, &mut buf);
                 if !w.is_empty() {
                     cues.push((w, *d));
                 }
@@ -275,46 +404,112 @@ impl Lexicon {
         let mut outside = Vec::new();
         for t in &cat.vocab.outside {
             for p in &t.phrases {
-                let w = add_text(p, an);
+                let w = self.vocab_text(p, &mut an, &mut buf);
                 if !w.is_empty() {
                     outside.push((w, t.topic.clone()));
                 }
             }
         }
-        let mut by_len: HashMap<usize, Vec<(Vec<char>, u32, String)>> = HashMap::new();
-        for (w, &f) in &raw {
-            let c: Vec<char> = w.chars().collect();
-            if c.len() >= 3 && c.iter().all(|x| x.is_ascii_alphabetic()) {
-                by_len.entry(c.len()).or_default().push((c, f, w.clone()));
+        let (stems, lowers) = an.into_strings();
+        let mut count = self.count;
+        count.resize(lowers.len(), 0);
+        let mut known = vec![false; stems.len()];
+        for &w in &self.written {
+            known[w as usize] = true;
+        }
+        let mut df = vec![0u32; stems.len()];
+        for set in &self.entry_sets {
+            for &w in set {
+                df[w as usize] += 1;
             }
         }
-        for v in by_len.values_mut() {
-            // Deterministic order: most frequent first, then alphabetical.
-            v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.2.cmp(&b.2)));
-        }
-        let entry_sets = entry_seqs
+        let vocab = phrases
             .iter()
-            .map(|s| s.iter().filter(|w| *w != "|").cloned().collect())
-            .collect();
+            .map(|p| &p.0)
+            .chain(cues.iter().map(|c| &c.0))
+            .chain(outside.iter().map(|o| &o.0));
+        for p in vocab {
+            for &w in p {
+                known[w as usize] = true;
+            }
+        }
+        let stems = Arc::new(stems);
         Lexicon {
-            raw,
-            by_len,
+            entry_sets: WordSets::new(self.entry_sets, &stems),
+            entry_strong: WordSets::new(self.entry_strong, &stems),
             stems,
+            lowers,
+            raw_count: count,
+            by_len: OnceLock::new(),
+            known,
+            df,
             phrases,
             groups,
             cues,
             outside,
-            errors,
-            concepts,
-            entry_seqs,
-            entry_sets,
-            entry_strong,
-            df_cache: std::sync::Mutex::new(HashMap::new()),
+            errors: self.errors,
+            concepts: self.concepts,
+            entry_seqs: self.entry_seqs,
+            df_cache: Mutex::new(HashMap::new()),
         }
+    }
+}
+
+impl Lexicon {
+    /// Build from the catalog alone (the index builds it in the same walk as its segment).
+    #[cfg(test)]
+    pub(super) fn build(cat: &Catalog) -> Lexicon {
+        let mut an = Stems::new();
+        let mut b = LexiconBuilder::new(cat.entries.len());
+        let mut ew = EntryWords::default();
+        for e in &cat.entries {
+            ew.read(e, &mut an);
+            b.add(e, &ew, &mut an);
+        }
+        b.finish(cat, an)
+    }
+
+    /// Every stem some entry holds, with the number of entries holding it.
+    pub(super) fn doc_freqs(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.stems
+            .iter()
+            .zip(&self.df)
+            .filter(|(_, &d)| d > 0)
+            .map(|((_, s), &d)| (s, d))
+    }
+
+    /// The words the catalog and the vocabulary use, by length, most used first (then
+    /// alphabetical).
+    fn by_len(&self) -> &ByLen {
+        self.by_len.get_or_init(|| {
+            let mut by_len = ByLen::new();
+            for ((_, w), &f) in self.lowers.iter().zip(&self.raw_count) {
+                if f == 0 {
+                    continue;
+                }
+                let c: Vec<char> = w.chars().collect();
+                if c.len() >= 3 && c.iter().all(|x| x.is_ascii_alphabetic()) {
+                    by_len
+                        .entry(c.len())
+                        .or_default()
+                        .push((c, f, w.to_string()));
+                }
+            }
+            for v in by_len.values_mut() {
+                // Deterministic order: most frequent first, then alphabetical.
+                v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.2.cmp(&b.2)));
+            }
+            by_len
+        })
+    }
+
+    /// The stems behind ids.
+    fn strings(&self, ids: &[u32]) -> Vec<String> {
+        ids.iter().map(|&w| self.stems.get(w).to_string()).collect()
     }
 
     /// How many entries contain `phrase` word for word.
-    fn phrase_df(&self, phrase: &[String]) -> usize {
+    fn phrase_df(&self, phrase: &[u32]) -> usize {
         if let Some(n) = self
             .df_cache
             .lock()
@@ -330,30 +525,31 @@ impl Lexicon {
         n
     }
 
-    fn count_phrase(&self, phrase: &[String]) -> usize {
+    fn count_phrase(&self, phrase: &[u32]) -> usize {
         self.entry_sets
+            .ids
             .iter()
             .zip(&self.entry_seqs)
             .filter(|(set, seq)| {
-                phrase.iter().all(|w| set.contains(w)) && contains_run(seq, phrase)
+                phrase.iter().all(|&w| WordSets::contains(set, w)) && contains_run(seq, phrase)
             })
             .count()
     }
 
     /// A phrase names a subject when few entries use it: one word in at most `WORD_DF`
     /// entries, several words in at most `PHRASE_DF`.
-    fn specific(&self, phrase: &[String]) -> bool {
+    fn specific(&self, phrase: &[u32]) -> bool {
         if phrase.len() > 1 {
             // "model train" is in few entries word for word, but both words are everywhere.
-            phrase.iter().any(|w| self.word_df(w) <= COMMON_DF)
+            phrase.iter().any(|&w| self.word_df(w) <= COMMON_DF)
                 && self.phrase_df(phrase) <= PHRASE_DF
         } else {
             self.phrase_df(phrase) <= WORD_DF
         }
     }
 
-    fn word_df(&self, w: &String) -> usize {
-        self.entry_sets.iter().filter(|s| s.contains(w)).count()
+    fn word_df(&self, w: u32) -> usize {
+        self.df.get(w as usize).map_or(0, |&d| d as usize)
     }
 
     /// Does the query name a subject of entry `entry`: one of its keyword phrases, error
@@ -367,13 +563,13 @@ impl Lexicon {
         };
         if mine
             .iter()
-            .any(|k| contains_run(&plan.words, k) && self.specific(k))
+            .any(|k| contains_run(&plan.ids, k) && self.specific(k))
         {
             return true;
         }
-        plan.groups.iter().any(|(g, trigger)| {
-            let members = &self.groups[*g];
-            self.specific(trigger)
+        plan.triggers.iter().any(|&(g, p)| {
+            let members = &self.groups[g];
+            self.specific(&self.phrases[p].0)
                 && members.iter().all(|p| self.phrase_df(p) <= COMMON_DF)
                 && members
                     .iter()
@@ -386,17 +582,27 @@ impl Lexicon {
     /// shorter than 5 letters (short words have too many neighbours), or nothing is near.
     fn correct(&self, word: &str, an: &mut TextAnalyzer) -> Option<String> {
         let n = word.chars().count();
-        if n < 5 || !word.chars().all(|c| c.is_ascii_alphabetic()) || self.raw.contains_key(word) {
+        if n < 5
+            || !word.chars().all(|c| c.is_ascii_alphabetic())
+            || self
+                .lowers
+                .id(word)
+                .is_some_and(|id| self.raw_count[id as usize] > 0)
+        {
             return None;
         }
-        if words(an, word).iter().all(|s| self.stems.contains(s)) {
+        if words(an, word)
+            .iter()
+            .all(|s| self.stems.id(s).is_some_and(|id| self.known[id as usize]))
+        {
             return None;
         }
         let max = if n >= 8 { 2 } else { 1 };
         let a: Vec<char> = word.chars().collect();
         let mut best: Option<(usize, u32, &str)> = None;
+        let by_len = self.by_len();
         for len in n.saturating_sub(max)..=n + max {
-            for (b, freq, cand) in self.by_len.get(&len).into_iter().flatten() {
+            for (b, freq, cand) in by_len.get(&len).into_iter().flatten() {
                 // Typos rarely touch the first letter; checking it first keeps this cheap
                 // enough to run on every keystroke.
                 if b.first() != a.first() {
@@ -436,32 +642,40 @@ impl Lexicon {
         }
         corrected.push_str(&lower[at..]);
         let seq = words(&mut an, &corrected);
+        let ids: Vec<u32> = seq
+            .iter()
+            .map(|s| self.stems.id(s).unwrap_or(UNKNOWN))
+            .collect();
 
         let mut seen_groups = HashSet::new();
-        for (p, g) in &self.phrases {
-            if seen_groups.contains(g) || !contains_run(&seq, p) {
+        for (k, (p, g)) in self.phrases.iter().enumerate() {
+            if seen_groups.contains(g) || !contains_run(&ids, p) {
                 continue;
             }
             seen_groups.insert(*g);
-            plan.groups.push((*g, p.clone()));
+            let trigger = self.strings(p);
             for other in &self.groups[*g] {
-                if !contains_run(&seq, other) {
-                    plan.expansions.push((p.clone(), other.join(" ")));
+                if !contains_run(&ids, other) {
+                    plan.expansions
+                        .push((trigger.clone(), self.strings(other).join(" ")));
                 }
             }
+            plan.groups.push((*g, trigger));
+            plan.triggers.push((*g, k));
         }
         for (c, d) in &self.cues {
             // A one-word cue also matches a word it starts (yolov8n, llama3.1, sdxl-turbo).
-            let hit = contains_run(&seq, c)
-                || (c.len() == 1
-                    && c[0].len() >= 4
-                    && seq.iter().any(|w| w.starts_with(c[0].as_str())));
+            let hit = contains_run(&ids, c)
+                || (c.len() == 1 && {
+                    let c0 = self.stems.get(c[0]);
+                    c0.len() >= 4 && seq.iter().any(|w| w.starts_with(c0))
+                });
             if hit && !plan.domains.contains(d) {
                 plan.domains.push(*d);
             }
         }
         for (err, entry) in &self.errors {
-            let run = longest_common_run(&seq, err);
+            let run = longest_common_run(&ids, err);
             if run >= PHRASE_MIN.min(err.len()) {
                 match plan.quoted.iter_mut().find(|(e, _)| e == entry) {
                     Some(q) => q.1 = q.1.max(run),
@@ -472,10 +686,11 @@ impl Lexicon {
         plan.outside = self
             .outside
             .iter()
-            .find(|(p, _)| contains_run(&seq, p))
+            .find(|(p, _)| contains_loose_run(&ids, p))
             .map(|(_, t)| t.clone());
         plan.corrected = corrected;
         plan.words = seq;
+        plan.ids = ids;
         plan
     }
 }
@@ -517,12 +732,28 @@ mod tests {
     }
 
     #[test]
+    fn loose_runs_allow_one_word_between() {
+        let hay = ["infer", "is", "terribl", "slow", "today"];
+        assert!(contains_loose_run(&hay, &["infer", "is", "slow"]));
+        assert!(!contains_loose_run(&hay, &["infer", "slow"]));
+        assert!(contains_loose_run(&hay, &["slow"]));
+        assert!(!contains_loose_run(&hay, &["slow", "infer"]));
+        assert!(!contains_loose_run::<&str>(&hay, &[]));
+    }
+
+    #[test]
     fn typos_are_corrected_to_catalog_words_and_known_words_are_kept() {
         let cat = Catalog::embedded().unwrap();
         let lex = Lexicon::build(&cat);
-        let p = lex.plan("traning loss bacth size", false);
+        // "traning" is in users' phrases (kept as written), which never make a word known.
+        assert!(cat
+            .entries
+            .iter()
+            .any(|e| e.phrases.iter().any(|p| p.contains("Traning"))));
+        let p = lex.plan("traning rate bacth size", false);
         assert!(p.corrected.contains("training"), "{p:?}");
         assert!(p.corrected.contains("batch"), "{p:?}");
+        assert_eq!(p.corrections.len(), 2, "{p:?}");
         let p = lex.plan("learning rate warmup", false);
         assert!(p.corrections.is_empty(), "{p:?}");
     }

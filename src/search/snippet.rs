@@ -31,7 +31,16 @@ pub(super) fn split_sentences(s: &str) -> impl Iterator<Item = &str> {
 }
 
 pub(super) fn edit_distance_le1(a: &str, b: &str) -> bool {
+    // Called for every word of every sentence of every hit on each keystroke: ASCII words
+    // (nearly all) are compared as bytes, without collecting characters.
+    if a.is_ascii() && b.is_ascii() {
+        return within_one_edit(a.as_bytes(), b.as_bytes());
+    }
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    within_one_edit(&a, &b)
+}
+
+fn within_one_edit<T: PartialEq>(a: &[T], b: &[T]) -> bool {
     if a.len().abs_diff(b.len()) > 1 {
         return false;
     }
