@@ -269,7 +269,12 @@ NOTE
   echo "\`cargo test --test search_quality -- --nocapture\`: the labelled set (tests/search_queries/core.yaml,"
   echo "domains.yaml) and the real-phrasing set (real_phrasings.yaml: problem statements from public issue"
   echo "threads and Q&A pages, each with its link; uncovered ones marked). \"flagged\" = search said"
-  echo "\"no confident match\". The ranking and the cut-off were tuned on the even half; the odd half is held out."
+  echo "\"no confident match\". The tuned set (real_phrasings.yaml) is what the ranking, the gate and the"
+  echo "users' phrases in the playbook were shaped on; the held-out set (heldout_phrasings.yaml: other"
+  echo "repositories, forums and years, labelled blind from the catalog, never tuned on, its misses never"
+  echo "printed) is the one that predicts the field. Issue 28's targets are on the held-out line: covered"
+  echo "top-1 >= 85%, top-3 >= 97%, flagged <= 5%; uncovered flagged >= 80%. A change that raises the tuned"
+  echo "line and lowers the held-out line is a regression."
   echo
   echo '```'
   echo "$SQ"
