@@ -418,27 +418,26 @@ impl SearchIndex {
         // Bound the extra clauses: a few groups can expand to dozens of words.
         expansions.truncate(40);
 
-        let raw_ids: Vec<String> = query
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .map(|s| {
-                s.trim_matches(|c: char| !c.is_alphanumeric() && c != '.')
-                    .to_ascii_lowercase()
-            })
-            .filter(|s| !s.is_empty())
-            .collect();
-        // An id typed as the catalog writes it ("V2", "S2.1"), or alone in a short query
-        // ("v2", "show o5"): in a sentence, "v2" is a version ("About v2 training").
+        // The words as typed. An id counts written as the catalog writes it ("V2", "S2.1"), or
+        // in any case alone in a short query ("v2", "show o5"): in a sentence, "v2" is a
+        // version ("About v2 training").
         let typed: Vec<&str> = query
             .split(|c: char| c.is_whitespace() || c == ',')
             .map(|s| s.trim_matches(|c: char| !c.is_alphanumeric() && c != '.'))
+            .filter(|s| !s.is_empty())
             .collect();
-        let short = raw_ids.len() <= 2;
+        let short = typed.len() <= 2;
         let exact_ids: Vec<&(String, String)> = self
             .ids
             .iter()
             .filter(|(id, _)| {
-                raw_ids.iter().any(|r| r.eq_ignore_ascii_case(id))
-                    && (short || typed.iter().any(|t| t == id))
+                typed.iter().any(|t| {
+                    if short {
+                        t.eq_ignore_ascii_case(id)
+                    } else {
+                        t == id
+                    }
+                })
             })
             .collect();
 
