@@ -3,8 +3,46 @@
 
 use std::path::{Path, PathBuf};
 
+use super::id_lines::{def_lines, DefLines};
 use super::model::{Domain, Entry, Origin, ProbeDef, Vocabulary};
 use super::tree_def::TreeDef;
+
+/// A shipped file's definition lines, found by build.rs: each entry, probe and tree id with
+/// the line of its `id:`, in file order.
+struct ShippedLines {
+    entries: &'static [(&'static str, usize)],
+    probes: &'static [(&'static str, usize)],
+    tree: Option<(&'static str, usize)>,
+}
+
+impl ShippedLines {
+    /// The lines for these definitions, when they are the ones build.rs saw (same ids in the
+    /// same order; anything else is scanned for in the text).
+    fn for_parsed(&self, parsed: &PlaybookFile) -> Option<DefLines> {
+        let same = |table: &[(&str, usize)], ids: &mut dyn ExactSizeIterator<Item = &str>| {
+            table.len() == ids.len() && table.iter().zip(ids).all(|((a, _), b)| *a == b)
+        };
+        let tree_same = match (&parsed.tree, self.tree) {
+            (None, None) => true,
+            (Some(t), Some((id, _))) => t.id == id,
+            _ => false,
+        };
+        (tree_same
+            && same(
+                self.entries,
+                &mut parsed.entries.iter().map(|e| e.id.as_str()),
+            )
+            && same(
+                self.probes,
+                &mut parsed.probes.iter().map(|p| p.id.as_str()),
+            ))
+        .then(|| DefLines {
+            entries: self.entries.iter().map(|(_, l)| *l).collect(),
+            probes: self.probes.iter().map(|(_, l)| *l).collect(),
+            tree: self.tree.map(|(_, l)| l),
+        })
+    }
+}
 
 include!(concat!(env!("OUT_DIR"), "/embedded_playbook.rs"));
 
@@ -44,6 +82,8 @@ struct PlaybookFile {
     cues: std::collections::BTreeMap<Domain, Vec<String>>,
     #[serde(default)]
     outside: Vec<super::model::OutsideTopic>,
+    #[serde(default)]
+    methods: Vec<Vec<String>>,
     /// The metric vocabulary (`metrics.yaml`): what logged names mean.
     #[serde(default)]
     metrics: Vec<mltriage_probes::metrics::vocab::MetricRule>,
@@ -63,44 +103,6 @@ pub struct RawPlaybook {
     pub files: Vec<PathBuf>,
 }
 
-/// Every `id: <value>` (block or flow style) of a file with its line (1-based), in order,
-/// found in one pass over the text (a per-entry scan from the top was most of `show`'s
-/// start-up).
-struct IdLines<'a>(Vec<(usize, &'a str)>);
-
-impl<'a> IdLines<'a> {
-    fn new(text: &'a str) -> IdLines<'a> {
-        let mut out = Vec::new();
-        let (mut line, mut counted) = (1usize, 0usize);
-        for (pos, _) in text.match_indices("id:") {
-            line += text.as_bytes()[counted..pos]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count();
-            counted = pos;
-            let before = text[..pos].chars().next_back();
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                continue;
-            }
-            let after = &text[pos + 3..];
-            let after = &after[..after.find('\n').unwrap_or(after.len())];
-            let v = after.trim_start();
-            let end = v.find([',', '}', '#', ' ']).unwrap_or(v.len());
-            let v = v[..end].trim_end_matches('\r');
-            out.push((line, v.trim_matches(|c| c == '"' || c == '\'')));
-        }
-        IdLines(out)
-    }
-
-    /// Line of the first `id: <id>` at or after `from_line`, or 1.
-    fn line_of(&self, id: &str, from_line: usize) -> usize {
-        self.0
-            .iter()
-            .find(|(l, v)| *l >= from_line && *v == id)
-            .map_or(1, |(l, _)| *l)
-    }
-}
-
 /// Parse one file's text. `name` is what messages call the file.
 pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(), LoadError> {
     if text.trim().is_empty() {
@@ -115,68 +117,71 @@ pub fn parse_file(name: &Path, text: &str, into: &mut RawPlaybook) -> Result<(),
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
         LoadError::new(name, line, msg)
     })?;
-    absorb(name, text, parsed, into)
+    absorb(name, text, parsed, None, into)
 }
 
-/// One embedded file: its JSON rendering prepared by build.rs when there is one (typed here
-/// exactly as the YAML would be), else its YAML.
+/// One embedded file: its packed rendering prepared by build.rs when there is one (typed here
+/// exactly as the YAML would be, each definition's line taken from build.rs's table), else its
+/// YAML.
 fn parse_embedded(
     name: &Path,
     text: &str,
-    json: &str,
+    packed: &[u8],
+    lines: Option<&ShippedLines>,
     into: &mut RawPlaybook,
 ) -> Result<(), LoadError> {
-    if !json.is_empty() {
-        if let Ok(parsed) = serde_json::from_str::<PlaybookFile>(json) {
-            return absorb(name, text, parsed, into);
+    if !packed.is_empty() {
+        if let Ok(parsed) = super::packed::from_bytes::<PlaybookFile>(packed) {
+            let lines = lines.and_then(|l| l.for_parsed(&parsed));
+            return absorb(name, text, parsed, lines, into);
         }
     }
     parse_file(name, text, into)
 }
 
-/// File a parsed document's definitions, with each one's `file:line` found in `text`.
+/// File a parsed document's definitions, with each one's `file:line`: from `lines` when given
+/// (a shipped file's table), else found in `text`.
 fn absorb(
     name: &Path,
     text: &str,
     parsed: PlaybookFile,
+    lines: Option<DefLines>,
     into: &mut RawPlaybook,
 ) -> Result<(), LoadError> {
     if text.trim().is_empty() {
         into.files.push(name.to_path_buf());
         return Ok(());
     }
-    let ids = IdLines::new(text);
-    let mut cursor = 1;
-    for mut e in parsed.entries {
-        let line = ids.line_of(&e.id, cursor);
-        cursor = line;
-        e.origin = Origin {
-            file: name.to_path_buf(),
-            line,
-        };
+    let lines = lines.unwrap_or_else(|| {
+        def_lines(
+            text,
+            parsed.entries.iter().map(|e| e.id.as_str()),
+            parsed.probes.iter().map(|p| p.id.as_str()),
+            parsed.tree.as_ref().map(|t| t.id.as_str()),
+        )
+    });
+    let origin = |line: usize| Origin {
+        file: name.to_path_buf(),
+        line,
+    };
+    into.entries.reserve(parsed.entries.len());
+    for (mut e, line) in parsed.entries.into_iter().zip(lines.entries) {
+        e.origin = origin(line);
         into.entries.push(e);
     }
-    cursor = 1;
-    for mut p in parsed.probes {
-        let line = ids.line_of(&p.id, cursor);
-        cursor = line;
-        p.origin = Origin {
-            file: name.to_path_buf(),
-            line,
-        };
+    for (mut p, line) in parsed.probes.into_iter().zip(lines.probes) {
+        p.origin = origin(line);
         into.probes.push(p);
     }
     if let Some(mut t) = parsed.tree {
-        t.origin = Origin {
-            file: name.to_path_buf(),
-            line: ids.line_of(&t.id, 1),
-        };
+        t.origin = origin(lines.tree.unwrap_or(1));
         into.trees.push(t);
     }
     into.vocab.extend(Vocabulary {
         synonyms: parsed.synonyms,
         cues: parsed.cues,
         outside: parsed.outside,
+        methods: parsed.methods,
     });
     if !parsed.metrics.is_empty() {
         let rules = mltriage_probes::metrics::vocab::Vocabulary {
@@ -196,22 +201,33 @@ pub fn embedded() -> Result<RawPlaybook, LoadError> {
     // Parsing is most of start-up: split the files between two threads (in file order, each
     // half parsed into its own playbook) and join the halves in order, so the result is the
     // same as a sequential parse.
-    let parse = |files: &[(&str, &str)], json: &[&str]| -> Result<RawPlaybook, LoadError> {
+    let parse = |files: &[(&str, &str)], packed: &[&[u8]]| -> Result<RawPlaybook, LoadError> {
         let mut raw = RawPlaybook::default();
         for (i, (rel, text)) in files.iter().enumerate() {
-            let j = json.get(i).copied().unwrap_or("");
-            parse_embedded(&Path::new("playbook").join(rel), text, j, &mut raw)?;
+            let bytes = packed.get(i).copied().unwrap_or(&[]);
+            let lines = if bytes.is_empty() {
+                None
+            } else {
+                EMBEDDED_LINES.get(i).and_then(Option::as_ref)
+            };
+            parse_embedded(
+                &Path::new("playbook").join(rel),
+                text,
+                bytes,
+                lines,
+                &mut raw,
+            )?;
         }
         Ok(raw)
     };
-    // The JSON renderings read in well under the cost of a thread: one pass, in order.
-    if EMBEDDED_JSON.len() == EMBEDDED.len()
+    // The packed renderings read in well under the cost of a thread: one pass, in order.
+    if EMBEDDED_PACKED.len() == EMBEDDED.len()
         && EMBEDDED
             .iter()
-            .zip(EMBEDDED_JSON)
-            .all(|((_, t), j)| !j.is_empty() || t.trim().is_empty())
+            .zip(EMBEDDED_PACKED)
+            .all(|((_, t), b)| !b.is_empty() || t.trim().is_empty())
     {
-        return parse(EMBEDDED, EMBEDDED_JSON);
+        return parse(EMBEDDED, EMBEDDED_PACKED);
     }
     let total: usize = EMBEDDED.iter().map(|(_, t)| t.len()).sum();
     let mut acc = 0;
@@ -369,28 +385,86 @@ mod tests {
     }
 
     #[test]
-    fn every_shipped_file_reads_from_its_json_exactly_as_from_its_yaml() {
-        assert_eq!(EMBEDDED_JSON.len(), EMBEDDED.len());
-        for ((rel, text), json) in EMBEDDED.iter().zip(EMBEDDED_JSON) {
+    fn every_shipped_file_reads_from_its_packed_form_exactly_as_from_its_yaml() {
+        assert_eq!(EMBEDDED_PACKED.len(), EMBEDDED.len());
+        assert_eq!(EMBEDDED_LINES.len(), EMBEDDED.len());
+        for (((rel, text), packed), lines) in
+            EMBEDDED.iter().zip(EMBEDDED_PACKED).zip(EMBEDDED_LINES)
+        {
             if text.trim().is_empty() {
                 continue;
             }
             let name = Path::new("playbook").join(rel);
+            let parsed = crate::catalog::packed::from_bytes::<PlaybookFile>(packed);
             assert!(
-                serde_json::from_str::<PlaybookFile>(json).is_ok(),
-                "{rel}: no JSON rendering the typed read accepts"
+                parsed.is_ok(),
+                "{rel}: no packed rendering the typed read accepts: {:?}",
+                parsed.as_ref().err()
+            );
+            let table = lines.as_ref().and_then(|l| l.for_parsed(&parsed.unwrap()));
+            assert!(
+                table.is_some(),
+                "{rel}: no line table from build.rs for its definitions"
             );
             let (mut a, mut b) = (RawPlaybook::default(), RawPlaybook::default());
             parse_file(&name, text, &mut a).unwrap();
-            parse_embedded(&name, text, json, &mut b).unwrap();
+            parse_embedded(&name, text, packed, lines.as_ref(), &mut b).unwrap();
             assert_eq!(format!("{a:?}"), format!("{b:?}"), "{rel}");
         }
     }
 
     #[test]
+    fn a_line_table_for_other_definitions_is_not_used() {
+        let text = "entries:\n  - id: A1\n    domain: llm\n    title: t\n    symptom: s\n    cause: c\n    fix: f\n";
+        let parsed: PlaybookFile = serde_yaml_ng::from_str(text).unwrap();
+        let table = ShippedLines {
+            entries: &[("A1", 7)],
+            probes: &[],
+            tree: None,
+        };
+        assert_eq!(table.for_parsed(&parsed).unwrap().entries, vec![7]);
+        for other in [
+            ShippedLines {
+                entries: &[("A2", 7)],
+                probes: &[],
+                tree: None,
+            },
+            ShippedLines {
+                entries: &[("A1", 7), ("A2", 9)],
+                probes: &[],
+                tree: None,
+            },
+            ShippedLines {
+                entries: &[("A1", 7)],
+                probes: &[],
+                tree: Some(("t", 1)),
+            },
+        ] {
+            assert!(other.for_parsed(&parsed).is_none());
+        }
+        // A table that does not match is ignored: the line is found in the text.
+        let mut packed = Vec::new();
+        crate::catalog::packed::pack_json(
+            &serde_yaml_ng::from_str::<serde_json::Value>(text).unwrap(),
+            &mut packed,
+        );
+        let mut raw = RawPlaybook::default();
+        let wrong = ShippedLines {
+            entries: &[("A2", 7)],
+            probes: &[],
+            tree: None,
+        };
+        parse_embedded(Path::new("x.yaml"), text, &packed, Some(&wrong), &mut raw).unwrap();
+        assert_eq!(raw.entries[0].origin.line, 2);
+        let mut raw = RawPlaybook::default();
+        parse_embedded(Path::new("x.yaml"), text, &packed, Some(&table), &mut raw).unwrap();
+        assert_eq!(raw.entries[0].origin.line, 7, "a matching table is used");
+    }
+
+    #[test]
     fn ids_are_found_in_block_and_flow_style_on_their_line() {
         let text = "a:\n  - id: A1\n  - {id: \"B2\", x: 1}\nentry_id: C3\n  - id: A1\r\n";
-        let ids = IdLines::new(text);
+        let ids = crate::catalog::id_lines::IdLines::new(text);
         assert_eq!(ids.line_of("A1", 1), 2);
         assert_eq!(ids.line_of("B2", 1), 3);
         assert_eq!(ids.line_of("C3", 1), 1, "entry_id: is not an id");

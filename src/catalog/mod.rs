@@ -2,9 +2,11 @@
 //! entries, probe definitions and tree definitions, looked up by id.
 
 pub mod coverage;
+mod id_lines;
 pub mod lint;
 pub mod load;
 pub mod model;
+mod packed;
 pub mod refs;
 pub mod tree_def;
 pub mod yaml_budget;

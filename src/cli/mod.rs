@@ -340,7 +340,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 device,
                 quiet: cli.quiet || *json,
             });
-            catalog_cmds::search(
+            let code = catalog_cmds::search(
                 &cat,
                 &query.join(" "),
                 *limit,
@@ -348,11 +348,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 *json,
                 on_run,
                 &style,
-            )
+            );
+            // As for the index (catalog_cmds::search): the process ends next.
+            std::mem::forget(cat);
+            code
         }
         Some(Command::Show { id, json }) => {
             let cat = load_catalog(&cli)?;
-            catalog_cmds::show(&cat, id, *json, &style)
+            let code = catalog_cmds::show(&cat, id, *json, &style);
+            // The process ends next: freeing the catalog string by string is only cost.
+            std::mem::forget(cat);
+            code
         }
         Some(Command::List { domain, json }) => {
             let cat = load_catalog(&cli)?;
