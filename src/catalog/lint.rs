@@ -311,7 +311,8 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
         }
     }
 
-    // Search vocabulary: a synonym group needs two phrases; no phrase or cue may be blank.
+    // Search vocabulary: a synonym group needs two phrases; no phrase, cue or method name may be
+    // blank.
     let vocab_origin = Origin {
         file: "playbook/synonyms.yaml".into(),
         line: 0,
@@ -341,6 +342,14 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
             out.push(err(
                 &vocab_origin,
                 format!("outside topic {:?} has a blank phrase", t.topic),
+            ));
+        }
+    }
+    for (i, g) in cat.vocab.methods.iter().enumerate() {
+        if g.is_empty() || g.iter().any(|m| m.trim().is_empty()) {
+            out.push(err(
+                &vocab_origin,
+                format!("method group {} is empty or has a blank name", i + 1),
             ));
         }
     }

@@ -164,6 +164,11 @@ pub struct Vocabulary {
     /// drivers, a full disk...): a query naming one gets "no confident match" with the topic.
     #[serde(default)]
     pub outside: Vec<OutsideTopic>,
+    /// Methods a run chooses to use (DPO, GRPO, LoRA, EMA ...), each a group of names for the
+    /// same one: an entry whose title names one (outside parentheses) is about runs that use
+    /// it, and ranks lower for a query that names none or another.
+    #[serde(default)]
+    pub methods: Vec<Vec<String>>,
 }
 
 /// A kind of problem outside the catalog, and phrases that name it.
@@ -181,6 +186,7 @@ impl Vocabulary {
     pub fn extend(&mut self, other: Vocabulary) {
         self.synonyms.extend(other.synonyms);
         self.outside.extend(other.outside);
+        self.methods.extend(other.methods);
         for (d, words) in other.cues {
             self.cues.entry(d).or_default().extend(words);
         }

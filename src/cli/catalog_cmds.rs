@@ -160,6 +160,17 @@ pub fn search(
                  covers what goes wrong inside a training run.\n"
             ));
         }
+        match confidence.as_ref().map(|c| c.reason) {
+            Some("vague report") => s.push_str(
+                "It says that something failed, not what: search the error message itself, or \
+                 what the loss, a metric or the output does.\n",
+            ),
+            Some("usage question") => s.push_str(
+                "It reads as a question about how to do something, not a report of a run going \
+                 wrong.\n",
+            ),
+            _ => {}
+        }
         s.push_str(&format!(
             "{}\n\n",
             st.dim("Closest entries (not a confident match):")

@@ -34,6 +34,9 @@ pub(super) struct Query {
     pub usage: bool,
     /// Share of the query's letters in a script the catalog is not written in (CJK).
     pub foreign: f32,
+    /// By token: a word that says where the trouble is (a domain cue or method: "sft",
+    /// "yolo"), not what it is.
+    pub context: Vec<bool>,
 }
 
 /// Above this share of letters the catalog cannot read, a query of which a single word is
@@ -44,6 +47,9 @@ const MAX_FOREIGN: f32 = 0.5;
 /// How a question about using a tool opens ("how do I merge …", "can I train on …").
 const USAGE_OPENINGS: &[&str] = &[
     "how to ",
+    "how much ",
+    "how many ",
+    "how long ",
     "how do i ",
     "how do you ",
     "how do we ",
@@ -190,6 +196,13 @@ const PROBLEM_WORDS: &[&str] = &[
     "keep",
     "keeps",
     "normal",
+    // A value out of its band ("High KL divergence in GRPO (due to dropout?)").
+    "high",
+    "higher",
+    "low",
+    "lower",
+    "huge",
+    "too",
 ];
 
 /// Is the query a question about how to use something (set an option, merge an adapter,
@@ -214,6 +227,11 @@ pub(super) fn usage_question(query: &str) -> bool {
         .any(|w| PROBLEM_WORDS.contains(w) || w.ends_with("n't") || is_number(w))
     {
         return false;
+    }
+    // A question with no word of trouble asks about use, however it opens ("Model merging
+    // scripts?", "For pretraining with LoRA, what is the expected output?").
+    if lower.contains(['?', '？']) {
+        return true;
     }
     let mut starts = vec![0usize];
     starts.extend(
@@ -258,7 +276,9 @@ pub struct Confidence {
     /// Why: "entry id", "quoted error", "usage question" (asks how to do something and
     /// names no problem), "outside the catalog" (the query names a kind of
     /// problem the catalog does not cover), "mostly unreadable" (most of the query is in a
-    /// script the catalog is not written in), "subject named" (a keyword phrase, error string or
+    /// script the catalog is not written in), "vague report" (the query says something failed
+    /// but not what: "I get the following error when I run train.py"), "subject named" (a
+    /// keyword phrase, error string or
     /// knob of the entry, or a synonym of one), "coverage", or "no hits". A domain cue alone
     /// ("llava", "yolo") is not a subject: it only steers the ranking.
     pub reason: &'static str,
@@ -282,12 +302,178 @@ impl Confidence {
     }
 }
 
+/// Words that carry no part of a problem (pronouns, auxiliaries, prepositions, chatter such as
+/// "get", "see", "try"): the catalog is too small for their idf to say so ("has" is in a fifth
+/// of the entries and would weigh like a symptom), so they weigh nothing in how much of the
+/// query an entry explains. Lower-case as typed; [`function_stems`] analyses them.
+pub(super) const FUNCTION_WORDS: &[&str] = &[
+    "i",
+    "me",
+    "my",
+    "mine",
+    "we",
+    "us",
+    "our",
+    "you",
+    "your",
+    "he",
+    "she",
+    "him",
+    "her",
+    "his",
+    "they",
+    "them",
+    "their",
+    "someone",
+    "anyone",
+    "has",
+    "have",
+    "had",
+    "having",
+    "do",
+    "does",
+    "did",
+    "doing",
+    "done",
+    "am",
+    "been",
+    "being",
+    "can",
+    "could",
+    "would",
+    "should",
+    "will",
+    "shall",
+    "may",
+    "might",
+    "must",
+    "when",
+    "whenever",
+    "while",
+    "during",
+    "from",
+    "about",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "where",
+    "how",
+    "here",
+    "any",
+    "some",
+    "also",
+    "just",
+    "very",
+    "so",
+    "get",
+    "gets",
+    "got",
+    "getting",
+    "see",
+    "seem",
+    "seems",
+    "try",
+    "tried",
+    "trying",
+    "want",
+    "wanted",
+    "need",
+    "needed",
+    "know",
+    "think",
+    "like",
+    "please",
+    "help",
+    "thanks",
+    "hi",
+    "hello",
+    "anybody",
+    "anything",
+    "something",
+    "using",
+    "use",
+    "used",
+    "uses",
+    "make",
+    "makes",
+    "made",
+    "let",
+    "via",
+    "within",
+    "into",
+    "onto",
+    "upon",
+    "over",
+    "under",
+    "between",
+    "because",
+    "since",
+    "though",
+    "although",
+    "however",
+    "per",
+    "ve",
+    "ll",
+    "d",
+    "m",
+    "s",
+    "re",
+    "one",
+    "two",
+    "three",
+    "much",
+    "many",
+    "more",
+    "most",
+    "well",
+    "really",
+    "quite",
+    "maybe",
+    "perhaps",
+    "etc",
+    "able",
+    "way",
+    "thing",
+    "things",
+    "question",
+    "questions",
+    "following",
+    "follow",
+    "attached",
+    "attachment",
+];
+
+/// The analysed forms of [`FUNCTION_WORDS`].
+pub(super) fn function_stems(an: &mut tantivy::tokenizer::TextAnalyzer) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for w in FUNCTION_WORDS {
+        let mut ts = an.token_stream(w);
+        while ts.advance() {
+            out.insert(ts.token().text.clone());
+        }
+    }
+    out
+}
+
 /// Each token's weight: its idf, or a small share of the rarest word's for a word no entry
-/// holds (product names, typos, chatter).
-pub(super) fn weights(tokens: &[String], idf: &HashMap<String, f32>, max_idf: f32) -> Vec<f32> {
+/// holds (product names, typos, chatter); nothing for a function word.
+pub(super) fn weights(
+    tokens: &[String],
+    idf: &HashMap<String, f32>,
+    max_idf: f32,
+    function: &HashSet<String>,
+) -> Vec<f32> {
     tokens
         .iter()
-        .map(|t| idf.get(t).copied().unwrap_or(max_idf * UNKNOWN_WEIGHT))
+        .map(|t| {
+            if function.contains(t) {
+                0.0
+            } else {
+                idf.get(t).copied().unwrap_or(max_idf * UNKNOWN_WEIGHT)
+            }
+        })
         .collect()
 }
 
@@ -330,10 +516,43 @@ pub(super) fn judge(
     if concept {
         return verdict(true, "subject named");
     }
+    if vague_report(q, strong_words) {
+        return verdict(false, "vague report");
+    }
     if q.foreign > MAX_FOREIGN && q.tokens.len() <= 1 {
         return verdict(false, "mostly unreadable");
     }
     verdict(coverage >= MIN_COVERAGE, "coverage")
+}
+
+/// Words that report that something went wrong without saying what ("I get an error",
+/// "the following issues"), as analysed.
+const REPORT_WORDS: &[&str] = &["error", "issu", "problem", "bug", "except", "wrong"];
+/// A word held by more than about a fifth of the entries (idf below this) says where the
+/// trouble is (training, the model, the data, an epoch), not what it is.
+const SPECIFIC_IDF: f32 = 1.7;
+
+/// Does the query only report trouble ("I get the following error when I run train.py",
+/// "SFT training error in epoch 32") while the best entry shares none of its specific words
+/// in what the entry shows? Words that say where (a domain cue or method such as "SFT") do
+/// not count: such a report names no symptom, so any entry would be a guess.
+pub(super) fn vague_report(q: &Query, strong_words: &HashSet<String>) -> bool {
+    let reports = q.tokens.iter().any(|t| REPORT_WORDS.contains(&t.as_str()));
+    reports
+        && !q
+            .tokens
+            .iter()
+            .zip(&q.weights)
+            .enumerate()
+            .any(|(k, (t, &w))| {
+                !REPORT_WORDS.contains(&t.as_str())
+                    && !q.context.get(k).copied().unwrap_or(false)
+                    && w >= SPECIFIC_IDF
+                    && (strong_words.contains(t)
+                        || q.expansions
+                            .iter()
+                            .any(|(trigger, e)| trigger.contains(t) && strong_words.contains(e)))
+            })
 }
 
 /// Share of the query's idf mass found in the entry (directly or via a triggered synonym),
@@ -374,6 +593,9 @@ mod tests {
             "Can Lora adapters be loaded on different GPUs",
             "Will MPS be supported on Apple Silicon chips?",
             "Which scheduler should I use for SFT",
+            "Model merging scripts?",
+            "For pretraining with LORA what is the expected output? A Lora adapter or merged model?",
+            "How much GPU memory is required to train the network",
         ] {
             assert!(usage_question(q), "{q}");
         }
@@ -388,6 +610,8 @@ mod tests {
             "Does the accuracy stay at 0.5 for everyone?",
             "Can 't training with fp16",
             "How to stop model keep generating",
+            "High KL Divergence in GRPO with GPT2-Style Model (Due to Dropout?)",
+            "mAP is 0?",
         ] {
             assert!(!usage_question(q), "{q}");
         }

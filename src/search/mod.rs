@@ -7,6 +7,7 @@
 
 mod analyse;
 mod confidence;
+mod glossary;
 mod plan;
 mod snippet;
 
@@ -123,6 +124,11 @@ const W_EXPLAINS: f32 = 0.3;
 /// identifier specific to it: "EMA", "LoRA", "find_unused_parameters"), on the same scale.
 const W_NAMED: f32 = 0.2;
 
+/// Drop for an entry about a method (see `Vocabulary::methods`) when the query names no
+/// method, and when it names another one, on the same scale.
+const W_SCOPE_NONE: f32 = 0.05;
+const W_SCOPE_OTHER: f32 = 0.2;
+
 fn analyzer() -> TextAnalyzer {
     let builder = TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
@@ -153,6 +159,8 @@ pub struct SearchIndex {
     idf: HashMap<String, f32>,
     /// The largest of them (the rarest word's).
     max_idf: f32,
+    /// Analysed function words (weigh nothing in coverage; made on first query).
+    function: std::sync::OnceLock<std::collections::HashSet<String>>,
 }
 
 /// Hits for a query plus whether the best one is a confident match.
@@ -332,6 +340,7 @@ impl SearchIndex {
             sentence_cache: std::sync::Mutex::new(HashMap::new()),
             max_idf: idf.values().copied().fold(0.0f32, f32::max),
             idf,
+            function: std::sync::OnceLock::new(),
         })
     }
 
@@ -389,6 +398,7 @@ impl SearchIndex {
     ) -> Result<(Vec<Hit>, confidence::Query, plan::Plan), SearchError> {
         let limit = limit.clamp(1, 1000);
         // Bound the work on pathological input (a pasted 10 kB log): the first 64 tokens carry it.
+        let query = glossary::translate(query);
         let foreign = foreign_share(query.chars().take(2000));
         let query: String = words_the_catalog_can_hold(query.chars().take(2000));
         let mut an = self.analyzer.clone();
@@ -418,9 +428,9 @@ impl SearchIndex {
         // Bound the extra clauses: a few groups can expand to dozens of words.
         expansions.truncate(40);
 
-        // The words as typed. An id counts written as the catalog writes it ("V2", "S2.1"), or
-        // in any case alone in a short query ("v2", "show o5"): in a sentence, "v2" is a
-        // version ("About v2 training").
+        // The words as typed. An id counts in a short query ("V2", "show o5"), in any case: in
+        // a sentence, "v2" is a version ("About v2 training") and "L1" a distance ("the L1
+        // distance was better than in the paper"), even written as the catalog writes ids.
         let typed: Vec<&str> = query
             .split(|c: char| c.is_whitespace() || c == ',')
             .map(|s| s.trim_matches(|c: char| !c.is_alphanumeric() && c != '.'))
@@ -430,19 +440,17 @@ impl SearchIndex {
         let exact_ids: Vec<&(String, String)> = self
             .ids
             .iter()
-            .filter(|(id, _)| {
-                typed.iter().any(|t| {
-                    if short {
-                        t.eq_ignore_ascii_case(id)
-                    } else {
-                        t == id
-                    }
-                })
-            })
+            .filter(|(id, _)| short && typed.iter().any(|t| t.eq_ignore_ascii_case(id)))
             .collect();
 
         let q = confidence::Query {
-            weights: confidence::weights(&toks, &self.idf, self.max_idf),
+            weights: confidence::weights(
+                &toks,
+                &self.idf,
+                self.max_idf,
+                self.function
+                    .get_or_init(|| confidence::function_stems(&mut self.analyzer.clone())),
+            ),
             tokens: toks.clone(),
             expansions: expansions.clone(),
             quoted: plan.quoted.clone(),
@@ -450,6 +458,10 @@ impl SearchIndex {
             outside: plan.outside.clone(),
             usage: confidence::usage_question(&query),
             foreign,
+            context: toks
+                .iter()
+                .map(|t| self.lexicon.is_context_word(t))
+                .collect(),
         };
         if toks.is_empty() && exact_ids.is_empty() {
             return Ok((Vec::new(), q, plan));
@@ -624,7 +636,18 @@ impl SearchIndex {
             } else {
                 0.0
             };
-            t.0 = best * (t.0 / best + W_EXPLAINS * (all + strong) + W_NAMED * named) / scale;
+            // An entry about one method (its title names DPO, GRPO, LoRA ...) explains a
+            // query that names none of them less surely, and one naming another not at all.
+            let scope = &self.lexicon.entry_methods[i];
+            let off_scope = if scope.is_empty() || scope.iter().any(|g| plan.methods.contains(g)) {
+                0.0
+            } else if plan.methods.is_empty() {
+                W_SCOPE_NONE
+            } else {
+                W_SCOPE_OTHER
+            };
+            t.0 = best * (t.0 / best + W_EXPLAINS * (all + strong) + W_NAMED * named - off_scope)
+                / scale;
         }
         top.sort_by(|a, b| b.0.total_cmp(&a.0));
     }
@@ -761,12 +784,23 @@ mod tests {
             .unwrap();
         assert_ne!(r.confidence.reason, "entry id", "{r:?}");
         assert_eq!(r.hits[0].id, "N2", "{r:?}");
-        for q in ["v2", "show V2", "random augmentation V2 in eval"] {
+        for q in ["v2", "show V2"] {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert_eq!(r.hits[0].id, "V2", "{q}: {r:?}");
+            assert_eq!(r.confidence.reason, "entry id", "{q}: {r:?}");
         }
-        // Of a mostly-Chinese query one word is read: too little to be sure.
+        for q in [
+            "random augmentation V2 in eval",
+            "I found the L1 distance was better than the L1 distance in the paper",
+        ] {
+            let r = idx.search_ranked(q, 3, None).unwrap();
+            assert_ne!(r.confidence.reason, "entry id", "{q}: {r:?}");
+        }
+        // Chinese training terms are read through the glossary …
         let r = idx.search_ranked("Lora微调灾难性遗忘", 3, None).unwrap();
+        assert_eq!(r.hits[0].id, "L11", "{r:?}");
+        // … and of a mostly-Chinese query the glossary cannot read, one word is too little.
+        let r = idx.search_ranked("请问这个怎么弄lora", 3, None).unwrap();
         assert!(!r.confidence.confident, "{r:?}");
         assert_eq!(r.confidence.reason, "mostly unreadable");
         // Two readable words and a quoted subject still count.
@@ -794,6 +828,72 @@ mod tests {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert_eq!(r.hits[0].id, want, "{q}: {r:?}");
         }
+    }
+
+    #[test]
+    fn reports_that_name_no_symptom_are_not_confident() {
+        let cat = Catalog::embedded().unwrap();
+        let idx = SearchIndex::build(&cat).unwrap();
+        for q in [
+            "When I run train.py, I always get an error in epoch 32.",
+            "I'm trying to run the toy example, but I get the following error",
+            // "SFT" says where, not what; the glossary reads 训练报错 as "training error".
+            "Qwen3.5 SFT 训练报错",
+        ] {
+            let r = idx.search_ranked(q, 3, None).unwrap();
+            assert!(!r.confidence.confident, "{q}: {r:?}");
+            assert_eq!(r.confidence.reason, "vague report", "{q}: {r:?}");
+        }
+        // An error that says what it is, or a symptom beside "error", is judged as before.
+        for (q, id) in [
+            ("error: CUDA out of memory at the first step", "M1"),
+            (
+                "training error: loss is nan after a few steps in fp16",
+                "P1",
+            ),
+        ] {
+            let r = idx.search_ranked(q, 3, None).unwrap();
+            assert!(r.confidence.confident, "{q}: {r:?}");
+            assert_eq!(r.hits[0].id, id, "{q}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn entries_about_one_method_yield_to_queries_naming_another() {
+        let cat = Catalog::embedded().unwrap();
+        let idx = SearchIndex::build(&cat).unwrap();
+        let scope = |id: &str| {
+            let i = idx.ids.iter().position(|(e, _)| e == id).unwrap();
+            idx.lexicon.entry_methods[i].len()
+        };
+        // Titles that name a method are scoped to it; a parenthesised list of examples is not.
+        assert_eq!(scope("L9"), 1);
+        assert_eq!(scope("H3"), 1);
+        assert_eq!(
+            scope("G3"),
+            0,
+            "(GGUF, merged LoRA, quantised) is a list of examples"
+        );
+        assert_eq!(scope("V6"), 0);
+        // A PPO run that does not learn is not the GRPO entry's business.
+        let r = idx
+            .search_ranked(
+                "PPO model does not learn, average reward never increases",
+                5,
+                None,
+            )
+            .unwrap();
+        assert!(!r.hits[0].id.starts_with('H'), "{r:?}");
+        assert!(r.hits.iter().take(3).any(|h| h.id == "R3"), "{r:?}");
+        // And the other way round: a GRPO run is not the PPO entries' business.
+        let r = idx
+            .search_ranked(
+                "GRPO policy does not learn, reward never increases",
+                5,
+                None,
+            )
+            .unwrap();
+        assert!(r.hits[0].id.starts_with('H'), "{r:?}");
     }
 
     #[test]

@@ -123,6 +123,10 @@ pub(super) struct Lexicon {
     cues: Vec<(Vec<u32>, Domain)>,
     /// Phrases naming a kind of problem outside the catalog, with the topic's name.
     outside: Vec<(Vec<u32>, String)>,
+    /// Names of methods a run chooses (stemmed words), with their group.
+    methods: Vec<(Vec<u32>, usize)>,
+    /// Per entry: the method groups its title names outside parentheses (its scope).
+    pub(super) entry_methods: Vec<Vec<usize>>,
     /// Error strings (stemmed words) with the index of their entry.
     errors: Vec<(Vec<u32>, usize)>,
     /// Per entry: the phrases that name its subject (keywords, error strings, identifiers in
@@ -158,6 +162,8 @@ pub(super) struct Plan {
     pub groups: Vec<(usize, Vec<String>)>,
     /// The kind of problem outside the catalog the query names, if any.
     pub outside: Option<String>,
+    /// The method groups the query names (see `Lexicon::entry_methods`).
+    pub methods: Vec<usize>,
     /// `words` as stem ids ([`UNKNOWN`] for a stem no analysed text holds).
     ids: Vec<u32>,
     /// `groups` as (group, index of the triggering phrase in the lexicon's phrases).
@@ -410,6 +416,50 @@ impl LexiconBuilder {
                 }
             }
         }
+        let mut methods = Vec::new();
+        for (g, group) in cat.vocab.methods.iter().enumerate() {
+            for m in group {
+                let w = self.vocab_text(m, &mut an, &mut buf);
+                if !w.is_empty() {
+                    methods.push((w, g));
+                }
+            }
+        }
+        // An entry's scope: the methods its title names, not counting a parenthesised list
+        // of examples ("Converted or exported model produces garbage (GGUF, merged LoRA)").
+        let entry_methods: Vec<Vec<usize>> = cat
+            .entries
+            .iter()
+            .map(|e| {
+                let mut depth = 0i32;
+                let bare: String = e
+                    .title
+                    .chars()
+                    .map(|c| {
+                        match c {
+                            '(' => depth += 1,
+                            ')' => depth -= 1,
+                            _ => {}
+                        }
+                        if depth > 0 || c == ')' {
+                            ' '
+                        } else {
+                            c
+                        }
+                    })
+                    .collect();
+                buf.clear();
+                an.words_into(&bare, &mut buf);
+                let title: Vec<u32> = buf.iter().map(|w| w.stem).collect();
+                let mut groups: Vec<usize> = methods
+                    .iter()
+                    .filter(|(m, _)| contains_run(&title, m))
+                    .map(|(_, g)| *g)
+                    .collect();
+                groups.dedup();
+                groups
+            })
+            .collect();
         let (stems, lowers) = an.into_strings();
         let mut count = self.count;
         count.resize(lowers.len(), 0);
@@ -427,7 +477,8 @@ impl LexiconBuilder {
             .iter()
             .map(|p| &p.0)
             .chain(cues.iter().map(|c| &c.0))
-            .chain(outside.iter().map(|o| &o.0));
+            .chain(outside.iter().map(|o| &o.0))
+            .chain(methods.iter().map(|m| &m.0));
         for p in vocab {
             for &w in p {
                 known[w as usize] = true;
@@ -447,6 +498,8 @@ impl LexiconBuilder {
             groups,
             cues,
             outside,
+            methods,
+            entry_methods,
             errors: self.errors,
             concepts: self.concepts,
             entry_seqs: self.entry_seqs,
@@ -557,6 +610,16 @@ impl Lexicon {
     /// them? Only specific phrases count (used by few entries; for a group both the phrase the
     /// query used and the one the entry holds, and no member of the group may be common), so
     /// "model train" or "image" alone never make a match confident.
+    /// Is this analysed word one that says where the trouble is (a one-word domain cue or
+    /// method name: "sft", "yolo", "lora"), not what it is?
+    pub(super) fn is_context_word(&self, stem: &str) -> bool {
+        let Some(id) = self.stems.id(stem) else {
+            return false;
+        };
+        self.cues.iter().any(|(c, _)| c.as_slice() == [id])
+            || self.methods.iter().any(|(m, _)| m.as_slice() == [id])
+    }
+
     pub(super) fn names_concept(&self, plan: &Plan, entry: usize) -> bool {
         let Some(mine) = self.concepts.get(entry) else {
             return false;
@@ -688,6 +751,11 @@ impl Lexicon {
             .iter()
             .find(|(p, _)| contains_loose_run(&ids, p))
             .map(|(_, t)| t.clone());
+        for (m, g) in &self.methods {
+            if !plan.methods.contains(g) && contains_run(&ids, m) {
+                plan.methods.push(*g);
+            }
+        }
         plan.corrected = corrected;
         plan.words = seq;
         plan.ids = ids;
