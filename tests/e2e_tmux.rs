@@ -366,8 +366,12 @@ fn tui_in_tmux_charts_of_a_dpo_and_a_lightning_run() {
             s.contains("Findings") && !s.contains("reading the run")
         });
         tmux.literal("r");
+        // Wait for the whole screen, not its first paint: under load the capture can land
+        // between frames (the weights pane still reading, the chart titles half drawn).
         let s = tmux.wait_for("the run screen's charts", |s| {
-            s.contains("mltriage › run") && s.contains("loss (")
+            s.contains("mltriage › run")
+                && s.contains("loss (")
+                && (name != "lightning_healthy" || own.iter().all(|o| s.contains(o)))
         });
         if name == "lightning_healthy" {
             for o in own {
