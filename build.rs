@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "src/catalog/id_lines.rs"]
 mod id_lines;
+#[path = "src/catalog/pack_write.rs"]
+mod pack_write;
 
 fn collect(dir: &Path, base: &Path, out: &mut Vec<(String, PathBuf)>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -32,97 +34,6 @@ fn collect(dir: &Path, base: &Path, out: &mut Vec<(String, PathBuf)>) {
             out.push((rel, p));
         }
     }
-}
-
-/// The document in the packed form `src/catalog/packed.rs` reads, or empty when it has no
-/// faithful packed form (a non-string key, a tag, a parse error: the run-time YAML parse
-/// reports those with their line).
-fn to_packed(text: &str) -> Vec<u8> {
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    let Ok(v) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) else {
-        return Vec::new();
-    };
-    let (mut strs, mut body) = (Vec::new(), Vec::new());
-    if pack(&v, &mut strs, &mut body).is_none() {
-        return Vec::new();
-    }
-    let mut out = Vec::with_capacity(4 + strs.len() + body.len());
-    out.extend(
-        u32::try_from(strs.len())
-            .expect("playbook file under 4 GiB")
-            .to_le_bytes(),
-    );
-    out.extend(strs);
-    out.extend(body);
-    out
-}
-
-// The packed form's tags (`src/catalog/packed.rs` documents the format).
-const NULL: u8 = 0;
-const FALSE: u8 = 1;
-const TRUE: u8 = 2;
-const U64: u8 = 3;
-const I64: u8 = 4;
-const F64: u8 = 5;
-const STR: u8 = 6;
-const SEQ: u8 = 7;
-const MAP: u8 = 8;
-
-/// One value into `out`, its strings' bytes onto the string table `strs`: numbers as the YAML
-/// reader hands them over (unsigned, else signed, else float). `None` for a tag or a key that
-/// is not a string (no faithful packed form).
-fn pack(v: &serde_yaml_ng::Value, strs: &mut Vec<u8>, out: &mut Vec<u8>) -> Option<()> {
-    use serde_yaml_ng::Value;
-    let len = |n: usize, out: &mut Vec<u8>| {
-        out.extend(
-            u32::try_from(n)
-                .expect("playbook value under 4 GiB")
-                .to_le_bytes(),
-        )
-    };
-    match v {
-        Value::Null => out.push(NULL),
-        Value::Bool(b) => out.push(if *b { TRUE } else { FALSE }),
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                out.push(U64);
-                out.extend(u.to_le_bytes());
-            } else if let Some(i) = n.as_i64() {
-                out.push(I64);
-                out.extend(i.to_le_bytes());
-            } else {
-                out.push(F64);
-                out.extend(n.as_f64().unwrap_or(f64::NAN).to_bits().to_le_bytes());
-            }
-        }
-        Value::String(s) => {
-            out.push(STR);
-            len(s.len(), out);
-            strs.extend(s.as_bytes());
-        }
-        Value::Sequence(items) => {
-            out.push(SEQ);
-            len(items.len(), out);
-            for x in items {
-                pack(x, strs, out)?;
-            }
-        }
-        Value::Mapping(m) => {
-            out.push(MAP);
-            len(m.len(), out);
-            for (k, x) in m {
-                if !k.is_string() {
-                    return None;
-                }
-                pack(k, strs, out)?;
-                pack(x, strs, out)?;
-            }
-        }
-        Value::Tagged(_) => return None,
-    }
-    Some(())
 }
 
 /// The id of each definition under `key` (a list of mappings), or `None` when one has no
@@ -184,6 +95,7 @@ fn main() {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     println!("cargo:rerun-if-changed=playbook");
     println!("cargo:rerun-if-changed=src/catalog/id_lines.rs");
+    println!("cargo:rerun-if-changed=src/catalog/pack_write.rs");
     let mut files = Vec::new();
     collect(&dir, &dir, &mut files);
     let mut src = String::from("/// (path relative to playbook/, content) of every embedded playbook file.\npub static EMBEDDED: &[(&str, &str)] = &[\n");
@@ -198,7 +110,7 @@ fn main() {
         );
         let text = std::fs::read_to_string(abs).unwrap_or_default();
         let packed_name = format!("playbook_{i}.bin");
-        let packed = to_packed(&text);
+        let packed = pack_write::to_packed(&text);
         let _ = writeln!(lines_out, "    {},", lines_src(&text, &packed));
         std::fs::write(out_dir.join(&packed_name), packed).expect("write packed playbook");
         let _ = writeln!(

@@ -443,11 +443,7 @@ mod tests {
             assert!(other.for_parsed(&parsed).is_none());
         }
         // A table that does not match is ignored: the line is found in the text.
-        let mut packed = Vec::new();
-        crate::catalog::packed::pack_json(
-            &serde_yaml_ng::from_str::<serde_json::Value>(text).unwrap(),
-            &mut packed,
-        );
+        let packed = crate::catalog::pack_write::to_packed(text);
         let mut raw = RawPlaybook::default();
         let wrong = ShippedLines {
             entries: &[("A2", 7)],

@@ -6,6 +6,7 @@ mod id_lines;
 pub mod lint;
 pub mod load;
 pub mod model;
+mod pack_write;
 mod packed;
 pub mod refs;
 pub mod tree_def;

@@ -10,20 +10,12 @@
 //! not string by string), then the value. A value is a tag byte, then
 //! `NULL` | `FALSE` | `TRUE` | `U64` u64 | `I64` i64 | `F64` f64 bits | `STR` u32 length (the
 //! next that many bytes of the table) | `SEQ` u32 count, values | `MAP` u32 count, (key value,
-//! value) pairs. build.rs writes the same (`pack` there); a test reads every shipped file both
-//! ways.
+//! value) pairs. `pack_write.rs` writes it (for build.rs and the tests); a test reads every
+//! shipped file both ways.
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-pub const NULL: u8 = 0;
-pub const FALSE: u8 = 1;
-pub const TRUE: u8 = 2;
-pub const U64: u8 = 3;
-pub const I64: u8 = 4;
-pub const F64: u8 = 5;
-pub const STR: u8 = 6;
-pub const SEQ: u8 = 7;
-pub const MAP: u8 = 8;
+use super::pack_write::{F64, FALSE, I64, MAP, NULL, SEQ, STR, TRUE, U64};
 
 /// A rendering that does not read as the type asked for (the caller reads the YAML instead).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -217,60 +209,15 @@ impl<'de> Deserializer<'de> for &mut Reader<'de> {
     }
 }
 
-/// The same encoding build.rs writes, from a JSON value (for tests).
-#[cfg(test)]
-pub(crate) fn pack_json(v: &serde_json::Value, out: &mut Vec<u8>) {
-    let (mut strs, mut body) = (Vec::new(), Vec::new());
-    pack_value(v, &mut strs, &mut body);
-    out.extend((strs.len() as u32).to_le_bytes());
-    out.extend(strs);
-    out.extend(body);
-}
-
-#[cfg(test)]
-fn pack_value(v: &serde_json::Value, strs: &mut Vec<u8>, out: &mut Vec<u8>) {
-    use serde_json::Value;
-    let len = |n: usize, out: &mut Vec<u8>| out.extend((n as u32).to_le_bytes());
-    match v {
-        Value::Null => out.push(NULL),
-        Value::Bool(b) => out.push(if *b { TRUE } else { FALSE }),
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                out.push(U64);
-                out.extend(u.to_le_bytes());
-            } else if let Some(i) = n.as_i64() {
-                out.push(I64);
-                out.extend(i.to_le_bytes());
-            } else {
-                out.push(F64);
-                out.extend(n.as_f64().unwrap_or(f64::NAN).to_bits().to_le_bytes());
-            }
-        }
-        Value::String(s) => {
-            out.push(STR);
-            len(s.len(), out);
-            strs.extend(s.as_bytes());
-        }
-        Value::Array(a) => {
-            out.push(SEQ);
-            len(a.len(), out);
-            a.iter().for_each(|x| pack_value(x, strs, out));
-        }
-        Value::Object(m) => {
-            out.push(MAP);
-            len(m.len(), out);
-            for (k, x) in m {
-                pack_value(&Value::String(k.clone()), strs, out);
-                pack_value(x, strs, out);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    /// A JSON value in the packed form, written as build.rs writes it (JSON is YAML).
+    fn pack_json(v: &serde_json::Value, out: &mut Vec<u8>) {
+        out.extend(crate::catalog::pack_write::to_packed(&v.to_string()));
+    }
 
     #[derive(Debug, PartialEq, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
