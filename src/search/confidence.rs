@@ -548,11 +548,17 @@ pub(super) fn vague_report(q: &Query, strong_words: &HashSet<String>) -> bool {
                 !REPORT_WORDS.contains(&t.as_str())
                     && !q.context.get(k).copied().unwrap_or(false)
                     && w >= SPECIFIC_IDF
-                    && (strong_words.contains(t)
-                        || q.expansions
-                            .iter()
-                            .any(|(trigger, e)| trigger.contains(t) && strong_words.contains(e)))
+                    && explains(q, t, strong_words)
             })
+}
+
+/// Does the entry (its analysed `words`) hold the query word `t`, directly or through a
+/// synonym the word triggered?
+fn explains(q: &Query, t: &str, words: &HashSet<String>) -> bool {
+    words.contains(t)
+        || q.expansions
+            .iter()
+            .any(|(trigger, e)| trigger.iter().any(|x| x == t) && words.contains(e))
 }
 
 /// Share of the query's idf mass found in the entry (directly or via a triggered synonym),
@@ -561,11 +567,7 @@ pub(super) fn coverage(q: &Query, words: &HashSet<String>) -> (f32, f32, f32) {
     let (mut total, mut found, mut peak) = (0.0f32, 0.0f32, 0.0f32);
     for (t, &w) in q.tokens.iter().zip(&q.weights) {
         total += w;
-        let hit = words.contains(t)
-            || q.expansions
-                .iter()
-                .any(|(trigger, e)| trigger.contains(t) && words.contains(e));
-        if hit {
+        if explains(q, t, words) {
             found += w;
             peak = peak.max(w);
         }
