@@ -83,6 +83,31 @@ fn search_says_when_nothing_fits_and_keeps_the_closest_entries() {
 }
 
 #[test]
+fn search_tells_a_topic_and_a_vague_report_from_a_problem() {
+    // A topic with no word of trouble, and a report that says something failed but not what:
+    // each gets "no confident match", its own hint, and still the closest entries.
+    for (q, reason, hint) in [
+        ("Fine tuning model", "no problem stated", "names a topic, not a problem"),
+        (
+            "I get the following error when I run train.py",
+            "vague report",
+            "says that something failed, not what",
+        ),
+    ] {
+        let v = json_of(&["search", q, "--json"]);
+        assert_eq!(v["confident"], false, "{v}");
+        assert_eq!(v["confidence"]["reason"], reason, "{v}");
+        assert!(!v["hits"].as_array().unwrap().is_empty(), "{v}");
+        mlt()
+            .args(["search", q])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("No confident match"))
+            .stdout(predicate::str::contains(hint));
+    }
+}
+
+#[test]
 fn search_plain_is_readable_and_handles_odd_input() {
     mlt()
         .args(["search", "loss stuck at ln vocab"])

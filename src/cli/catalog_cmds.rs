@@ -165,6 +165,10 @@ pub fn search(
                 "It says that something failed, not what: search the error message itself, or \
                  what the loss, a metric or the output does.\n",
             ),
+            Some("no problem stated") => s.push_str(
+                "It names a topic, not a problem: say what goes wrong (the error message, or \
+                 what the loss, a metric or the output does).\n",
+            ),
             Some("usage question") => s.push_str(
                 "It reads as a question about how to do something, not a report of a run going \
                  wrong.\n",

@@ -37,6 +37,9 @@ pub(super) struct Query {
     /// By token: a word that says where the trouble is (a domain cue or method: "sft",
     /// "yolo"), not what it is.
     pub context: Vec<bool>,
+    /// The query holds a word of trouble (see [`troubled`]): without one it names a topic
+    /// ("Fine tuning model", "GPU memory usage"), not a problem.
+    pub troubled: bool,
 }
 
 /// Above this share of letters the catalog cannot read, a query of which a single word is
@@ -203,31 +206,46 @@ const PROBLEM_WORDS: &[&str] = &[
     "lower",
     "huge",
     "too",
+    // Failure said another way ("Unable to run on V100", "eos token missing").
+    "unable",
+    "missing",
+    "incorrect",
+    "bad",
+    "poor",
+    "abnormal",
+    "ineffective",
+    "unexpected",
+    "lost",
+    "loses",
+    "mistake",
+    "mistakes",
 ];
+
+/// Does the query hold a word of trouble: a failure word, a negation, "why", or a number (a
+/// measured value: "accuracy stays at 0.5")?
+pub(super) fn troubled(query: &str) -> bool {
+    let lower = query.to_lowercase();
+    lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .map(|w| w.trim_matches('\''))
+        .filter(|w| !w.is_empty())
+        .any(|w| {
+            PROBLEM_WORDS.contains(&w)
+                || w.ends_with("n't")
+                || (w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                    && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        })
+}
 
 /// Is the query a question about how to use something (set an option, merge an adapter,
 /// train on several GPUs, deploy) rather than a report of something going wrong? Such a
 /// question opens like one (at the start or after a sentence ends) and holds no word of
 /// failure, negation or "why".
 pub(super) fn usage_question(query: &str) -> bool {
-    let lower = query.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .map(|w| w.trim_matches('\''))
-        .filter(|w| !w.is_empty())
-        .collect();
-    // A number is a measured value ("accuracy stays at 0.5", "ap=0"): the question is about
-    // what the run shows.
-    let is_number = |w: &str| {
-        w.chars().next().is_some_and(|c| c.is_ascii_digit())
-            && w.chars().all(|c| c.is_ascii_digit() || c == '.')
-    };
-    if words
-        .iter()
-        .any(|w| PROBLEM_WORDS.contains(w) || w.ends_with("n't") || is_number(w))
-    {
+    if troubled(query) {
         return false;
     }
+    let lower = query.to_lowercase();
     // A question with no word of trouble asks about use, however it opens ("Model merging
     // scripts?", "For pretraining with LoRA, what is the expected output?").
     if lower.contains(['?', '？']) {
@@ -277,7 +295,8 @@ pub struct Confidence {
     /// names no problem), "outside the catalog" (the query names a kind of
     /// problem the catalog does not cover), "mostly unreadable" (most of the query is in a
     /// script the catalog is not written in), "vague report" (the query says something failed
-    /// but not what: "I get the following error when I run train.py"), "subject named" (a
+    /// but not what: "I get the following error when I run train.py"), "no problem stated"
+    /// (no word of trouble, only a topic: "Fine tuning model"), "subject named" (a
     /// keyword phrase, error string or
     /// knob of the entry, or a synonym of one), "coverage", or "no hits". A domain cue alone
     /// ("llava", "yolo") is not a subject: it only steers the ranking.
@@ -443,6 +462,24 @@ pub(super) const FUNCTION_WORDS: &[&str] = &[
     "follow",
     "attached",
     "attachment",
+    // Verbs that report that something happened, not what ("I encountered an error").
+    "encounter",
+    "encountered",
+    "encountering",
+    "occur",
+    "occurs",
+    "occurred",
+    "happen",
+    "happens",
+    "happened",
+    "appear",
+    "appears",
+    "appeared",
+    "meet",
+    "met",
+    "face",
+    "faced",
+    "facing",
 ];
 
 /// The analysed forms of [`FUNCTION_WORDS`].
@@ -516,40 +553,50 @@ pub(super) fn judge(
     if concept {
         return verdict(true, "subject named");
     }
-    if vague_report(q, strong_words) {
-        return verdict(false, "vague report");
-    }
     if q.foreign > MAX_FOREIGN && q.tokens.len() <= 1 {
         return verdict(false, "mostly unreadable");
+    }
+    if let Some(reason) = names_no_symptom(q, strong_words) {
+        return verdict(false, reason);
     }
     verdict(coverage >= MIN_COVERAGE, "coverage")
 }
 
 /// Words that report that something went wrong without saying what ("I get an error",
 /// "the following issues"), as analysed.
-const REPORT_WORDS: &[&str] = &["error", "issu", "problem", "bug", "except", "wrong"];
+const REPORT_WORDS: &[&str] = &[
+    "error", "issu", "problem", "bug", "except", "wrong", "mistak",
+];
 /// A word held by more than about a fifth of the entries (idf below this) says where the
 /// trouble is (training, the model, the data, an epoch), not what it is.
 const SPECIFIC_IDF: f32 = 1.7;
 
-/// Does the query only report trouble ("I get the following error when I run train.py",
-/// "SFT training error in epoch 32") while the best entry shares none of its specific words
-/// in what the entry shows? Words that say where (a domain cue or method such as "SFT") do
-/// not count: such a report names no symptom, so any entry would be a guess.
-pub(super) fn vague_report(q: &Query, strong_words: &HashSet<String>) -> bool {
-    let reports = q.tokens.iter().any(|t| REPORT_WORDS.contains(&t.as_str()));
-    reports
-        && !q
-            .tokens
-            .iter()
-            .zip(&q.weights)
-            .enumerate()
-            .any(|(k, (t, &w))| {
-                !REPORT_WORDS.contains(&t.as_str())
-                    && !q.context.get(k).copied().unwrap_or(false)
-                    && w >= SPECIFIC_IDF
-                    && explains(q, t, strong_words)
-            })
+/// How a query that names no symptom the best entry shows reads, if it does: "vague report"
+/// when it only reports trouble ("I get the following error when I run train.py", "SFT
+/// training error in epoch 32"), "no problem stated" when it holds no word of trouble at all
+/// and names a topic ("Fine tuning model", "about the learning rate"). Either way the best
+/// entry shares none of the query's specific words in what it shows; words that say where (a
+/// domain cue or method such as "SFT") do not count, so any entry would be a guess.
+pub(super) fn names_no_symptom(q: &Query, strong_words: &HashSet<String>) -> Option<&'static str> {
+    let reason = if q.tokens.iter().any(|t| REPORT_WORDS.contains(&t.as_str())) {
+        "vague report"
+    } else if !q.troubled {
+        "no problem stated"
+    } else {
+        return None;
+    };
+    let specific = q
+        .tokens
+        .iter()
+        .zip(&q.weights)
+        .enumerate()
+        .any(|(k, (t, &w))| {
+            !REPORT_WORDS.contains(&t.as_str())
+                && !q.context.get(k).copied().unwrap_or(false)
+                && w >= SPECIFIC_IDF
+                && explains(q, t, strong_words)
+        });
+    (!specific).then_some(reason)
 }
 
 /// Does the entry (its analysed `words`) hold the query word `t`, directly or through a

@@ -457,6 +457,7 @@ impl SearchIndex {
             exact_id: !exact_ids.is_empty(),
             outside: plan.outside.clone(),
             usage: confidence::usage_question(&query),
+            troubled: confidence::troubled(&query),
             foreign,
             context: toks
                 .iter()
@@ -827,6 +828,30 @@ mod tests {
         ] {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert_eq!(r.hits[0].id, want, "{q}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn topics_that_state_no_problem_are_not_confident() {
+        let cat = Catalog::embedded().unwrap();
+        let idx = SearchIndex::build(&cat).unwrap();
+        for q in ["Fine tuning model", "Training a Model", "fine-tuning llama"] {
+            let r = idx.search_ranked(q, 3, None).unwrap();
+            assert!(!r.confidence.confident, "{q}: {r:?}");
+            assert_eq!(r.confidence.reason, "no problem stated", "{q}: {r:?}");
+            assert!(
+                !r.hits.is_empty(),
+                "{q}: the nearest entries are still listed"
+            );
+        }
+        // A symptom needs no word of trouble when the entry shows it.
+        for (q, id) in [
+            ("catastrophic forgetting after fine-tuning", "L11"),
+            ("Lora generates noise only", "DF1"),
+        ] {
+            let r = idx.search_ranked(q, 3, None).unwrap();
+            assert!(r.confidence.confident, "{q}: {r:?}");
+            assert_eq!(r.hits[0].id, id, "{q}: {r:?}");
         }
     }
 
