@@ -87,7 +87,11 @@ fn search_tells_a_topic_and_a_vague_report_from_a_problem() {
     // A topic with no word of trouble, and a report that says something failed but not what:
     // each gets "no confident match", its own hint, and still the closest entries.
     for (q, reason, hint) in [
-        ("Fine tuning model", "no problem stated", "names a topic, not a problem"),
+        (
+            "Fine tuning model",
+            "no problem stated",
+            "names a topic, not a problem",
+        ),
         (
             "I get the following error when I run train.py",
             "vague report",

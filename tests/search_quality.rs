@@ -21,6 +21,7 @@ use mltriage::search::SearchIndex;
 
 const REAL: &str = "real_phrasings.yaml";
 const HELDOUT: &str = "heldout_phrasings.yaml";
+const ENTRY: &str = "entry_phrasings.yaml";
 
 #[derive(serde::Deserialize)]
 struct Queries {
@@ -60,7 +61,7 @@ fn load_queries() -> Vec<Query> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .filter(|p| !p.ends_with(REAL) && !p.ends_with(HELDOUT))
+        .filter(|p| !p.ends_with(REAL) && !p.ends_with(HELDOUT) && !p.ends_with(ENTRY))
         .collect();
     files.sort();
     for f in files {
@@ -364,6 +365,58 @@ fn heldout_set_is_scored() {
     } else {
         println!("  ({} misses not shown: the set is held out)", notes.len());
     }
+}
+
+/// Entry phrasings: users' statements found for each entry (one accepted id each, sources no
+/// other set uses). They measure how far users' words reach each entry, rare ones included,
+/// where the tuned and held-out sets are weighted by how often a problem is reported. Printed
+/// (`cargo test --test search_quality entry_phrasings -- --nocapture`); gated only loosely, as
+/// a floor against a change that cuts entries off from their users' words.
+#[test]
+fn entry_phrasings_are_scored() {
+    let cat = Catalog::embedded().unwrap();
+    let idx = SearchIndex::build(&cat).unwrap();
+    let set = load_phrasings_from(ENTRY);
+    assert!(
+        set.len() >= 300,
+        "need >= 300 entry phrasings, have {}",
+        set.len()
+    );
+    let others: std::collections::HashSet<String> = load_phrasings()
+        .into_iter()
+        .chain(load_phrasings_from(HELDOUT))
+        .map(|p| p.src)
+        .collect();
+    let mut srcs = std::collections::HashSet::new();
+    for p in &set {
+        assert!(srcs.insert(p.src.as_str()), "duplicate source {}", p.src);
+        assert!(
+            !others.contains(&p.src),
+            "{} is already in another set",
+            p.src
+        );
+        assert!(
+            !p.uncovered && p.accept.len() == 1,
+            "{:?}: one entry each",
+            p.q
+        );
+        assert!(cat.entry(&p.accept[0]).is_some(), "{:?}: unknown id", p.q);
+    }
+    let (_, all, _) = score_phrasings(&idx, &set, false);
+    let pct = |a: usize| 100.0 * a as f64 / all.covered.max(1) as f64;
+    println!(
+        "entry phrasings (one entry each): {} — top-1 {:.1}%, top-3 {:.1}%, flagged {:.1}%",
+        all.covered,
+        pct(all.top1),
+        pct(all.top3),
+        pct(all.covered_flagged)
+    );
+    let r = |a: usize, b: usize| a as f64 / b.max(1) as f64;
+    assert!(
+        r(all.top3, all.covered) >= 0.75,
+        "{}",
+        all.line("top-3 below 75%")
+    );
 }
 
 #[test]

@@ -42,7 +42,7 @@ pub(super) struct Query {
     pub troubled: bool,
 }
 
-/// Above this share of letters the catalog cannot read, a query of which a single word is
+/// Above this share of letters the catalog cannot read, a query of which a single content word is
 /// left is a fragment of what the user said ("Lora微调灾难性遗忘" is read as "lora"): only a
 /// named subject or a quoted error makes its match confident.
 const MAX_FOREIGN: f32 = 0.5;
@@ -553,7 +553,7 @@ pub(super) fn judge(
     if concept {
         return verdict(true, "subject named");
     }
-    if q.foreign > MAX_FOREIGN && q.tokens.len() <= 1 {
+    if q.foreign > MAX_FOREIGN && q.weights.iter().filter(|w| **w > 0.0).count() <= 1 {
         return verdict(false, "mostly unreadable");
     }
     if let Some(reason) = names_no_symptom(q, strong_words) {

@@ -120,6 +120,26 @@ const TERMS: &[(&str, &str)] = &[
     ("学不到", "not learning"),
     ("学习困难", "not learning"),
     ("无法", "cannot"),
+    // Words of trouble and of asking, so a Chinese statement is read as a report or a question
+    // as an English one is ("loss 没有除以 token 数导致 grad-norm 过大" reports; "使用deepspeed
+    // 有什么优点呢" asks).
+    ("没有", "not"),
+    ("不起作用", "does not work"),
+    ("不工作", "does not work"),
+    ("不正常", "abnormal"),
+    ("不对", "wrong"),
+    ("过大", "too large"),
+    ("过小", "too small"),
+    ("太大", "too large"),
+    ("太小", "too small"),
+    ("变差", "worse"),
+    ("很差", "poor"),
+    ("问题", "problem"),
+    ("解决", "solve"),
+    ("为什么", "why"),
+    ("什么", "what"),
+    ("怎么", "how"),
+    ("如何", "how to"),
     ("没有变化", "no change"),
     ("变化", "change"),
     ("目标检测", "object detection"),
@@ -189,5 +209,12 @@ mod tests {
         assert!(translate("loss不收敛").contains("does not converge"));
         // What the glossary lacks stays.
         assert!(translate("训练报错了").contains('了'));
+        // Words of trouble and of asking carry over, so the gate reads a report as one.
+        assert!(translate("grad-norm 过大").contains("too large"));
+        assert!(translate("没有效果").contains("no effect"));
+        assert_eq!(
+            translate("为什么loss不下降").split_whitespace().next(),
+            Some("why")
+        );
     }
 }

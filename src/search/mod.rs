@@ -801,9 +801,13 @@ mod tests {
         let r = idx.search_ranked("Lora微调灾难性遗忘", 3, None).unwrap();
         assert_eq!(r.hits[0].id, "L11", "{r:?}");
         // … and of a mostly-Chinese query the glossary cannot read, one word is too little.
-        let r = idx.search_ranked("请问这个怎么弄lora", 3, None).unwrap();
+        let r = idx.search_ranked("请问大佬这个lora咋整", 3, None).unwrap();
         assert!(!r.confidence.confident, "{r:?}");
         assert_eq!(r.confidence.reason, "mostly unreadable");
+        // With "怎么" read as "how", a question that names no problem says so.
+        let r = idx.search_ranked("请问这个怎么弄lora", 3, None).unwrap();
+        assert!(!r.confidence.confident, "{r:?}");
+        assert_eq!(r.confidence.reason, "no problem stated");
         // Two readable words and a quoted subject still count.
         let r = idx
             .search_ranked("为什么我在使用GRPO微调时，我的reward始终为0", 3, None)
