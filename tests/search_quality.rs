@@ -480,6 +480,18 @@ fn problems_outside_the_catalog_are_named_and_never_confident() {
             "OSError: [Errno 28] No space left on device while saving",
             "disk",
         ),
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices",
+            "model code",
+        ),
+        (
+            "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x512 and 1024x10)",
+            "model code",
+        ),
+        (
+            "RuntimeError: Trying to backward through the graph a second time",
+            "model code",
+        ),
     ] {
         let r = idx.search_ranked(q, 3, None).unwrap();
         assert!(!r.confidence.confident, "{q}");
