@@ -240,9 +240,9 @@ pub(super) fn troubled(query: &str) -> bool {
 /// Is the query a question about how to use something (set an option, merge an adapter,
 /// train on several GPUs, deploy) rather than a report of something going wrong? Such a
 /// question opens like one (at the start or after a sentence ends) and holds no word of
-/// failure, negation or "why".
-pub(super) fn usage_question(query: &str) -> bool {
-    if troubled(query) {
+/// failure, negation or "why" (`troubled`: what [`troubled`] says of the query).
+pub(super) fn usage_question(query: &str, troubled: bool) -> bool {
+    if troubled {
         return false;
     }
     let lower = query.to_lowercase();
@@ -628,7 +628,7 @@ pub(super) fn coverage(q: &Query, words: &HashSet<String>) -> (f32, f32, f32) {
 
 #[cfg(test)]
 mod tests {
-    use super::usage_question;
+    use super::{troubled, usage_question};
 
     #[test]
     fn usage_questions_are_told_from_problem_reports() {
@@ -646,7 +646,7 @@ mod tests {
             "For pretraining with LORA what is the expected output? A Lora adapter or merged model?",
             "How much GPU memory is required to train the network",
         ] {
-            assert!(usage_question(q), "{q}");
+            assert!(usage_question(q, troubled(q)), "{q}");
         }
         for q in [
             "how to fix loss is nan after a few steps",
@@ -662,7 +662,7 @@ mod tests {
             "High KL Divergence in GRPO with GPT2-Style Model (Due to Dropout?)",
             "mAP is 0?",
         ] {
-            assert!(!usage_question(q), "{q}");
+            assert!(!usage_question(q, troubled(q)), "{q}");
         }
     }
 }

@@ -443,6 +443,7 @@ impl SearchIndex {
             .filter(|(id, _)| short && typed.iter().any(|t| t.eq_ignore_ascii_case(id)))
             .collect();
 
+        let troubled = confidence::troubled(&query);
         let q = confidence::Query {
             weights: confidence::weights(
                 &toks,
@@ -456,8 +457,8 @@ impl SearchIndex {
             quoted: plan.quoted.clone(),
             exact_id: !exact_ids.is_empty(),
             outside: plan.outside.clone(),
-            usage: confidence::usage_question(&query),
-            troubled: confidence::troubled(&query),
+            usage: confidence::usage_question(&query, troubled),
+            troubled,
             foreign,
             context: toks
                 .iter()
@@ -835,51 +836,46 @@ mod tests {
         }
     }
 
+    /// `names_no_symptom`: a report that says something failed but not what, and a topic with
+    /// no word of trouble, are not confident (the nearest entries are still listed); a symptom
+    /// the entry shows is, with or without a word of trouble.
     #[test]
-    fn topics_that_state_no_problem_are_not_confident() {
+    fn statements_that_name_no_symptom_are_not_confident() {
         let cat = Catalog::embedded().unwrap();
         let idx = SearchIndex::build(&cat).unwrap();
-        for q in ["Fine tuning model", "Training a Model", "fine-tuning llama"] {
+        for (q, reason) in [
+            (
+                "When I run train.py, I always get an error in epoch 32.",
+                "vague report",
+            ),
+            (
+                "I'm trying to run the toy example, but I get the following error",
+                "vague report",
+            ),
+            // "SFT" says where, not what; the glossary reads 训练报错 as "training error".
+            ("Qwen3.5 SFT 训练报错", "vague report"),
+            ("Fine tuning model", "no problem stated"),
+            ("Training a Model", "no problem stated"),
+            ("fine-tuning llama", "no problem stated"),
+        ] {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert!(!r.confidence.confident, "{q}: {r:?}");
-            assert_eq!(r.confidence.reason, "no problem stated", "{q}: {r:?}");
+            assert_eq!(r.confidence.reason, reason, "{q}: {r:?}");
             assert!(
                 !r.hits.is_empty(),
                 "{q}: the nearest entries are still listed"
             );
         }
-        // A symptom needs no word of trouble when the entry shows it.
-        for (q, id) in [
-            ("catastrophic forgetting after fine-tuning", "L11"),
-            ("Lora generates noise only", "DF1"),
-        ] {
-            let r = idx.search_ranked(q, 3, None).unwrap();
-            assert!(r.confidence.confident, "{q}: {r:?}");
-            assert_eq!(r.hits[0].id, id, "{q}: {r:?}");
-        }
-    }
-
-    #[test]
-    fn reports_that_name_no_symptom_are_not_confident() {
-        let cat = Catalog::embedded().unwrap();
-        let idx = SearchIndex::build(&cat).unwrap();
-        for q in [
-            "When I run train.py, I always get an error in epoch 32.",
-            "I'm trying to run the toy example, but I get the following error",
-            // "SFT" says where, not what; the glossary reads 训练报错 as "training error".
-            "Qwen3.5 SFT 训练报错",
-        ] {
-            let r = idx.search_ranked(q, 3, None).unwrap();
-            assert!(!r.confidence.confident, "{q}: {r:?}");
-            assert_eq!(r.confidence.reason, "vague report", "{q}: {r:?}");
-        }
-        // An error that says what it is, or a symptom beside "error", is judged as before.
+        // An error that says what it is, a symptom beside "error", or a symptom with no word
+        // of trouble at all, is judged as before.
         for (q, id) in [
             ("error: CUDA out of memory at the first step", "M1"),
             (
                 "training error: loss is nan after a few steps in fp16",
                 "P1",
             ),
+            ("catastrophic forgetting after fine-tuning", "L11"),
+            ("Lora generates noise only", "DF1"),
         ] {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert!(r.confidence.confident, "{q}: {r:?}");
