@@ -104,6 +104,32 @@ const USAGE_OPENINGS: &[&str] = &[
     "how does ",
     "how do ",
     "how can ",
+    // A request for a feature, not a report ("Implement LR scheduler", "Support gradient
+    // accumulation", "Add whisper finetuning support", "Integration of FSDP2").
+    "implement ",
+    "support ",
+    "add ",
+    "adding ",
+    "integrate ",
+    "integration of ",
+    "integrating ",
+    "extend ",
+];
+
+/// Asking, wherever it sits in the sentence ("I really want to know how to fine-tune
+/// Whisper", "I want to ask if there is a possibility to …").
+const ASKING: &[&str] = &[
+    "want to know",
+    "like to know",
+    "want to ask",
+    "like to ask",
+    "may i ask",
+    "i wonder",
+    "wondering if",
+    "wondering whether",
+    "curious to know",
+    "curious if",
+    "curious whether",
 ];
 
 /// Words that make a question a problem report after all ("how to fix the NaN loss",
@@ -224,16 +250,22 @@ const PROBLEM_WORDS: &[&str] = &[
 /// Does the query hold a word of trouble: a failure word, a negation, "why", or a number (a
 /// measured value: "accuracy stays at 0.5")?
 pub(super) fn troubled(query: &str) -> bool {
-    let lower = query.to_lowercase();
+    // "… or not" asks a yes/no question; it negates nothing ("May I know if it is 1 or not?").
+    let lower = query.to_lowercase().replace(" or not", " ");
+    // A number that is part of a name ("GPT-2", "LLaMa-7B", "ESC-50") is not a measured value.
     lower
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .map(|w| w.trim_matches('\''))
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '-'))
         .filter(|w| !w.is_empty())
         .any(|w| {
-            PROBLEM_WORDS.contains(&w)
-                || w.ends_with("n't")
-                || (w.chars().next().is_some_and(|c| c.is_ascii_digit())
-                    && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            let named_number = w.contains('-');
+            w.split('-').any(|w| {
+                PROBLEM_WORDS.contains(&w)
+                    || w.ends_with("n't")
+                    || (!named_number
+                        && w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                        && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            })
         })
 }
 
@@ -248,21 +280,24 @@ pub(super) fn usage_question(query: &str, troubled: bool) -> bool {
     let lower = query.to_lowercase();
     // A question with no word of trouble asks about use, however it opens ("Model merging
     // scripts?", "For pretraining with LoRA, what is the expected output?").
-    if lower.contains(['?', '？']) {
+    if lower.contains(['?', '？']) || ASKING.iter().any(|a| lower.contains(a)) {
         return true;
     }
+    // A question also opens after a title's prefix ("YOLOv8 - How to calculate mAP", "[Q] how
+    // do I …", "Step 3: how to …").
     let mut starts = vec![0usize];
     starts.extend(
         lower
-            .match_indices(['.', '?', '!', ';', '\n', ',', '？', '。', '！'])
-            .map(|(i, _)| i + 1),
+            .match_indices(['.', '?', '!', ';', '\n', ',', '？', '。', '！', ':', ']'])
+            .map(|(i, m)| i + m.len()),
     );
+    starts.extend(lower.match_indices(" - ").map(|(i, m)| i + m.len()));
     starts.iter().any(|&i| {
         let rest = lower[i..].trim_start();
         let rest: String = rest
             .chars()
             .map(|c| {
-                if c.is_alphanumeric() || c == '\'' {
+                if c.is_alphanumeric() || c == '\'' || c == '_' {
                     c
                 } else {
                     ' '
@@ -645,6 +680,19 @@ mod tests {
             "Model merging scripts?",
             "For pretraining with LORA what is the expected output? A Lora adapter or merged model?",
             "How much GPU memory is required to train the network",
+            // A number in a name is not a measured value; "or not" negates nothing.
+            "How do I train GPT-2 from scratch",
+            "I'm curious to know if we can do fine-tuning or not?",
+            // Asking in the middle of a sentence, or after a title's prefix.
+            "I really want to know how to fine-tune Whisper for Audioset",
+            "YOLOv8 - How to calculate map on test set",
+            "[Q] how do I set the warmup ratio",
+            // Requests for a feature.
+            "Implement LR scheduler",
+            "Support gradient accumulation",
+            "Integration of FSDP2",
+            // A full-width question mark asks as "?" does.
+            "在哪里 merge LoRa model？",
         ] {
             assert!(usage_question(q, troubled(q)), "{q}");
         }
@@ -661,8 +709,17 @@ mod tests {
             "How to stop model keep generating",
             "High KL Divergence in GRPO with GPT2-Style Model (Due to Dropout?)",
             "mAP is 0?",
+            "the accuracy stays at 0.5",
+            // An identifier is one word ("add_histogram" does not open with "add "), and a
+            // call's parenthesis does not end a sentence.
+            "add_histogram weights gradients tensorboard",
+            "I thought using nn.Param() would register the parameter and weights get updated",
         ] {
             assert!(!usage_question(q, troubled(q)), "{q}");
         }
+        // Multi-byte punctuation ends a sentence without splitting a character.
+        let q =
+            "DPO training，chosen_reward和rejected_reward都是负数，而且随着 training 越来越小。";
+        assert!(!usage_question(q, false));
     }
 }

@@ -140,6 +140,14 @@ const TERMS: &[(&str, &str)] = &[
     ("什么", "what"),
     ("怎么", "how"),
     ("如何", "how to"),
+    ("为啥", "why"),
+    ("慢", "slow"),
+    ("不行", "does not work"),
+    ("出错", "error"),
+    ("崩溃", "crashes"),
+    ("区别", "difference"),
+    // The particle that makes a sentence a yes/no question.
+    ("吗", "?"),
     ("没有变化", "no change"),
     ("变化", "change"),
     ("目标检测", "object detection"),
@@ -215,6 +223,11 @@ mod tests {
         assert_eq!(
             translate("为什么loss不下降").split_whitespace().next(),
             Some("why")
+        );
+        let t = translate("为啥训练的速度这么慢吗");
+        assert!(
+            t.contains("why") && t.contains("slow") && t.contains('?'),
+            "{t}"
         );
     }
 }

@@ -128,6 +128,19 @@ const W_NAMED: f32 = 0.2;
 /// method, and when it names another one, on the same scale.
 const W_SCOPE_NONE: f32 = 0.05;
 const W_SCOPE_OTHER: f32 = 0.2;
+/// The quantities a report is about (analysed forms): an entry that shows none of the one the
+/// query names (in its title, symptom, keywords, phrases or errors) drops by
+/// [`W_OFF_SUBJECT`] on the same scale.
+const SUBJECTS: &[&[&str]] = &[
+    &["loss"],
+    &["accuraci", "acc"],
+    &["reward"],
+    &["map", "miou"],
+    &["lr"],
+    &["gradient", "grad"],
+    &["speed", "slow", "throughput"],
+];
+const W_OFF_SUBJECT: f32 = 0.2;
 
 fn analyzer() -> TextAnalyzer {
     let builder = TextAnalyzer::builder(SimpleTokenizer::default())
@@ -400,6 +413,10 @@ impl SearchIndex {
         // Bound the work on pathological input (a pasted 10 kB log): the first 64 tokens carry it.
         let query = glossary::translate(query);
         let foreign = foreign_share(query.chars().take(2000));
+        // Read as the user wrote it (after the glossary), before the script the catalog cannot
+        // hold is blanked: a full-width "？" asks a question as much as "?".
+        let troubled = confidence::troubled(&query);
+        let usage = confidence::usage_question(&query, troubled);
         let query: String = words_the_catalog_can_hold(query.chars().take(2000));
         let mut an = self.analyzer.clone();
         let half_typed = !query.ends_with(char::is_whitespace)
@@ -443,7 +460,6 @@ impl SearchIndex {
             .filter(|(id, _)| short && typed.iter().any(|t| t.eq_ignore_ascii_case(id)))
             .collect();
 
-        let troubled = confidence::troubled(&query);
         let q = confidence::Query {
             weights: confidence::weights(
                 &toks,
@@ -457,7 +473,7 @@ impl SearchIndex {
             quoted: plan.quoted.clone(),
             exact_id: !exact_ids.is_empty(),
             outside: plan.outside.clone(),
-            usage: confidence::usage_question(&query, troubled),
+            usage,
             troubled,
             foreign,
             context: toks
@@ -648,7 +664,20 @@ impl SearchIndex {
             } else {
                 W_SCOPE_OTHER
             };
-            t.0 = best * (t.0 / best + W_EXPLAINS * (all + strong) + W_NAMED * named - off_scope)
+            // An entry that does not show the quantity the query reports ("loss is not
+            // changing" is not the LR-schedule entry, however well "constant" matches).
+            let off_subject = if SUBJECTS.iter().any(|g| {
+                g.iter().any(|w| q.tokens.iter().any(|t| t == w))
+                    && !g.iter().any(|w| self.lexicon.entry_strong[i].contains(*w))
+            }) {
+                W_OFF_SUBJECT
+            } else {
+                0.0
+            };
+            t.0 = best
+                * (t.0 / best + W_EXPLAINS * (all + strong) + W_NAMED * named
+                    - off_scope
+                    - off_subject)
                 / scale;
         }
         top.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -834,6 +863,21 @@ mod tests {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert_eq!(r.hits[0].id, want, "{q}: {r:?}");
         }
+        // The quantity the report is about: "constant" and "changing" are the LR-schedule
+        // entry's words, but the loss is what does not change.
+        let r = idx
+            .search_ranked("Loss is not changing. Its remaining constant", 3, None)
+            .unwrap();
+        assert_ne!(r.hits[0].id, "S2.1", "{r:?}");
+        assert!(
+            r.hits
+                .iter()
+                .any(|h| ["S4.1", "O1", "O7"].contains(&h.id.as_str())),
+            "{r:?}"
+        );
+        // A Chinese question reads as one after the glossary ("where do I merge the LoRA model?").
+        let r = idx.search_ranked("在哪里合并LoRa模型？", 3, None).unwrap();
+        assert_eq!(r.confidence.reason, "usage question", "{r:?}");
     }
 
     /// `names_no_symptom`: a report that says something failed but not what, and a topic with
