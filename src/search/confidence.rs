@@ -602,18 +602,31 @@ pub(super) fn judge(
 const REPORT_WORDS: &[&str] = &[
     "error", "issu", "problem", "bug", "except", "wrong", "mistak",
 ];
+/// Words that judge a result without saying what is wrong with it ("the results are bad",
+/// "worse after fine-tuning"), as analysed. A query that says only this of a metric is a vague
+/// report: which entry explains it depends on what the user left out. "low" is not one: "very low
+/// validation accuracy" is as often a measured symptom as a complaint.
+const BAD_RESULT_WORDS: &[&str] = &["bad", "wors", "poor", "poorli", "terribl"];
+/// What such a judgement is passed on (analysed): the metric, the result, the split.
+const RESULT_WORDS: &[&str] = &[
+    "accuraci", "acc", "map", "result", "perform", "effect", "score", "metric", "test", "valid",
+    "precis", "recal", "f1", "auc", "miou", "fid",
+];
 /// A word held by more than about a fifth of the entries (idf below this) says where the
 /// trouble is (training, the model, the data, an epoch), not what it is.
 const SPECIFIC_IDF: f32 = 1.7;
 
 /// How a query that names no symptom the best entry shows reads, if it does: "vague report"
 /// when it only reports trouble ("I get the following error when I run train.py", "SFT
-/// training error in epoch 32"), "no problem stated" when it holds no word of trouble at all
+/// training error in epoch 32") or only judges a result ("the results are so bad when I train
+/// from scratch": the metric does not count as a symptom then), "no problem stated" when it holds no word of trouble at all
 /// and names a topic ("Fine tuning model", "about the learning rate"). Either way the best
 /// entry shares none of the query's specific words in what it shows; words that say where (a
 /// domain cue or method such as "SFT") do not count, so any entry would be a guess.
 pub(super) fn names_no_symptom(q: &Query, strong_words: &HashSet<String>) -> Option<&'static str> {
-    let reason = if q.tokens.iter().any(|t| REPORT_WORDS.contains(&t.as_str())) {
+    let is = |words: &[&str], t: &str| words.contains(&t);
+    let vague_result = q.tokens.iter().any(|t| is(BAD_RESULT_WORDS, t));
+    let reason = if vague_result || q.tokens.iter().any(|t| is(REPORT_WORDS, t)) {
         "vague report"
     } else if !q.troubled {
         "no problem stated"
@@ -626,10 +639,12 @@ pub(super) fn names_no_symptom(q: &Query, strong_words: &HashSet<String>) -> Opt
         .zip(&q.weights)
         .enumerate()
         .any(|(k, (t, &w))| {
-            !REPORT_WORDS.contains(&t.as_str())
-                && !q.context.get(k).copied().unwrap_or(false)
-                && w >= SPECIFIC_IDF
-                && explains(q, t, strong_words)
+            // Words that only report or judge, and words that say where, are not symptoms.
+            let says_what = !(is(REPORT_WORDS, t)
+                || is(BAD_RESULT_WORDS, t)
+                || (vague_result && is(RESULT_WORDS, t))
+                || q.context.get(k).copied().unwrap_or(false));
+            says_what && w >= SPECIFIC_IDF && explains(q, t, strong_words)
         });
     (!specific).then_some(reason)
 }

@@ -901,6 +901,12 @@ mod tests {
             ("Fine tuning model", "no problem stated"),
             ("Training a Model", "no problem stated"),
             ("fine-tuning llama", "no problem stated"),
+            // A result judged bad, and nothing said of what is wrong with it.
+            (
+                "why the b0 results is so bad at cityscapes, when I train from scratch",
+                "vague report",
+            ),
+            ("The effect is worse after fine-tuning", "vague report"),
         ] {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert!(!r.confidence.confident, "{q}: {r:?}");
@@ -920,6 +926,10 @@ mod tests {
             ),
             ("catastrophic forgetting after fine-tuning", "L11"),
             ("Lora generates noise only", "DF1"),
+            (
+                "training on 4 GPUs gives worse accuracy than on one GPU",
+                "D7",
+            ),
         ] {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert!(r.confidence.confident, "{q}: {r:?}");
