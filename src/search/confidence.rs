@@ -114,6 +114,13 @@ const USAGE_OPENINGS: &[&str] = &[
     "integration of ",
     "integrating ",
     "extend ",
+    "replace ",
+    "need a ",
+    "need an ",
+    "looking for ",
+    "please add ",
+    "it would be ",
+    "would be nice ",
 ];
 
 /// Asking, wherever it sits in the sentence ("I really want to know how to fine-tune
@@ -706,6 +713,8 @@ mod tests {
             "Implement LR scheduler",
             "Support gradient accumulation",
             "Integration of FSDP2",
+            "need a distributed training example",
+            "it would be cool to have a tab to train a dream booth model",
             // A full-width question mark asks as "?" does.
             "在哪里 merge LoRa model？",
         ] {
