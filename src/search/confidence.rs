@@ -621,7 +621,7 @@ const RESULT_WORDS: &[&str] = &[
 ];
 /// A word held by more than about a fifth of the entries (idf below this) says where the
 /// trouble is (training, the model, the data, an epoch), not what it is.
-pub(super) const SPECIFIC_IDF: f32 = 1.7;
+const SPECIFIC_IDF: f32 = 1.7;
 
 /// How a query that names no symptom the best entry shows reads, if it does: "vague report"
 /// when it only reports trouble ("I get the following error when I run train.py", "SFT

@@ -435,20 +435,9 @@ impl SearchIndex {
         toks.retain(|t| seen.insert(t.clone()));
         toks.truncate(64);
         let mut expansions: Vec<(Vec<String>, String)> = Vec::new();
-        // A synonym of several words stands for the phrase, not for each word: its common words
-        // ("low" of "low throughput", "take" of "takes forever") still count as explaining the
-        // query, but do not search on their own (they would pull in "LR too low").
-        let mut unsearched: BTreeSet<String> = BTreeSet::new();
         for (trigger, text) in &plan.expansions {
-            let words = tokens(&mut an, text);
-            let several = words.len() > 1;
-            for (t, _, _) in words {
+            for (t, _, _) in tokens(&mut an, text) {
                 if !seen.contains(&t) && !expansions.iter().any(|e| e.1 == t) {
-                    if several
-                        && self.idf.get(&t).copied().unwrap_or(0.0) < confidence::SPECIFIC_IDF
-                    {
-                        unsearched.insert(t.clone());
-                    }
                     expansions.push((trigger.clone(), t));
                 }
             }
@@ -545,9 +534,6 @@ impl SearchIndex {
             }
         }
         for (_, t) in &expansions {
-            if unsearched.contains(t) {
-                continue;
-            }
             for (field, boost) in boosts(f) {
                 if field == f.title || field == f.keywords || field == f.symptom {
                     clauses.push(term(field, t, boost * W_SYNONYM));
@@ -873,8 +859,6 @@ mod tests {
             ("segmentation fault during training", "N2"),
             ("CUDA error: illegal memory access", "N1"),
             ("SFT Trainer packing makes loss weird", "L4"),
-            // "low" of the synonym "low throughput" does not search alone ("LR too low").
-            ("Training too slow", "T1"),
         ] {
             let r = idx.search_ranked(q, 3, None).unwrap();
             assert_eq!(r.hits[0].id, want, "{q}: {r:?}");
