@@ -257,8 +257,7 @@ const PROBLEM_WORDS: &[&str] = &[
 /// Does the query hold a word of trouble: a failure word, a negation, "why", or a number (a
 /// measured value: "accuracy stays at 0.5")?
 pub(super) fn troubled(query: &str) -> bool {
-    // "… or not" asks a yes/no question; it negates nothing ("May I know if it is 1 or not?").
-    let lower = query.to_lowercase().replace(" or not", " ");
+    let lower = query.to_lowercase();
     // A number that is part of a name ("GPT-2", "LLaMa-7B", "ESC-50") is not a measured value.
     lower
         .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
@@ -702,9 +701,9 @@ mod tests {
             "Model merging scripts?",
             "For pretraining with LORA what is the expected output? A Lora adapter or merged model?",
             "How much GPU memory is required to train the network",
-            // A number in a name is not a measured value; "or not" negates nothing.
+            // A number in a name is not a measured value; asking, wherever it sits.
             "How do I train GPT-2 from scratch",
-            "I'm curious to know if we can do fine-tuning or not?",
+            "I'm curious to know if we can fine-tune it on our own data",
             // Asking in the middle of a sentence, or after a title's prefix.
             "I really want to know how to fine-tune Whisper for Audioset",
             "YOLOv8 - How to calculate map on test set",
