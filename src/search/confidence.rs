@@ -625,8 +625,9 @@ const SPECIFIC_IDF: f32 = 1.7;
 /// How a query that names no symptom the best entry shows reads, if it does: "vague report"
 /// when it only reports trouble ("I get the following error when I run train.py", "SFT
 /// training error in epoch 32") or only judges a result ("the results are so bad when I train
-/// from scratch": the metric does not count as a symptom then), "no problem stated" when it holds no word of trouble at all
-/// and names a topic ("Fine tuning model", "about the learning rate"). Either way the best
+/// from scratch": the metric does not count as a symptom then), "no problem stated" when it
+/// holds no word of trouble at all and names a topic ("Fine tuning model", "about the learning
+/// rate"). Either way the best
 /// entry shares none of the query's specific words in what it shows; words that say where (a
 /// domain cue or method such as "SFT") do not count, so any entry would be a guess.
 pub(super) fn names_no_symptom(q: &Query, strong_words: &HashSet<String>) -> Option<&'static str> {

@@ -638,6 +638,12 @@ impl SearchIndex {
             return;
         };
         let scale = 1.0 + 2.0 * W_EXPLAINS + W_NAMED;
+        // The quantities the query reports, found once for the whole pool.
+        let named_subjects: Vec<&[&str]> = SUBJECTS
+            .iter()
+            .copied()
+            .filter(|g| g.iter().any(|w| q.tokens.iter().any(|t| t == w)))
+            .collect();
         for (rank, t) in top.iter_mut().enumerate() {
             // Below the pool, hits keep their order, scored as explaining nothing more.
             let i = match self.entry_of(searcher, t.1) {
@@ -666,10 +672,10 @@ impl SearchIndex {
             };
             // An entry that does not show the quantity the query reports ("loss is not
             // changing" is not the LR-schedule entry, however well "constant" matches).
-            let off_subject = if SUBJECTS.iter().any(|g| {
-                g.iter().any(|w| q.tokens.iter().any(|t| t == w))
-                    && !g.iter().any(|w| self.lexicon.entry_strong[i].contains(*w))
-            }) {
+            let off_subject = if named_subjects
+                .iter()
+                .any(|g| !g.iter().any(|w| self.lexicon.entry_strong[i].contains(*w)))
+            {
                 W_OFF_SUBJECT
             } else {
                 0.0
