@@ -141,6 +141,11 @@ const SUBJECTS: &[&[&str]] = &[
     &["speed", "slow", "throughput"],
 ];
 const W_OFF_SUBJECT: f32 = 0.2;
+/// Lift for an entry by the square of the share of the query one users' phrase of it explains
+/// (`Lexicon::phrase_share`), on the same scale: words that sit together in one real statement
+/// of the problem say more than the same words scattered over the entry's text, and the square
+/// keeps a partial match from counting much.
+const W_PHRASE: f32 = 0.6;
 
 fn analyzer() -> TextAnalyzer {
     let builder = TextAnalyzer::builder(SimpleTokenizer::default())
@@ -637,12 +642,31 @@ impl SearchIndex {
         let Some(best) = top.first().map(|t| t.0).filter(|b| *b > 0.0) else {
             return;
         };
-        let scale = 1.0 + 2.0 * W_EXPLAINS + W_NAMED;
+        let scale = 1.0 + 2.0 * W_EXPLAINS + W_NAMED + W_PHRASE;
+        // The query's words as stem ids (with the synonyms each triggered) and their weights.
+        let words: Vec<(f32, Vec<u32>)> = q
+            .tokens
+            .iter()
+            .zip(&q.weights)
+            .map(|(t, &w)| {
+                let mut ids: Vec<u32> = self.lexicon.stem_id(t).into_iter().collect();
+                for (trigger, e) in &q.expansions {
+                    if trigger.iter().any(|x| x == t) {
+                        ids.extend(self.lexicon.stem_id(e));
+                    }
+                }
+                (w, ids)
+            })
+            .collect();
         // The quantities the query reports, found once for the whole pool.
         let named_subjects: Vec<&[&str]> = SUBJECTS
             .iter()
             .copied()
             .filter(|g| g.iter().any(|w| q.tokens.iter().any(|t| t == w)))
+            .collect();
+        let subject_ids: Vec<Vec<u32>> = named_subjects
+            .iter()
+            .map(|g| g.iter().filter_map(|w| self.lexicon.stem_id(w)).collect())
             .collect();
         for (rank, t) in top.iter_mut().enumerate() {
             // Below the pool, hits keep their order, scored as explaining nothing more.
@@ -680,8 +704,12 @@ impl SearchIndex {
             } else {
                 0.0
             };
+            let phrase = self.lexicon.phrase_share(i, &words, &subject_ids);
             t.0 = best
-                * (t.0 / best + W_EXPLAINS * (all + strong) + W_NAMED * named
+                * (t.0 / best
+                    + W_EXPLAINS * (all + strong)
+                    + W_NAMED * named
+                    + W_PHRASE * phrase * phrase
                     - off_scope
                     - off_subject)
                 / scale;
@@ -979,6 +1007,58 @@ mod tests {
             )
             .unwrap();
         assert!(r.hits[0].id.starts_with('H'), "{r:?}");
+    }
+
+    /// `Lexicon::phrase_share`: the words of one users' statement together, not scattered over
+    /// an entry, and never a statement about another quantity than the query's.
+    #[test]
+    fn one_users_statement_explaining_the_query_lifts_its_entry() {
+        let yaml = r#"
+entries:
+  - id: A1
+    domain: convergence
+    title: Warmup too short for the batch size
+    symptom: The run diverges early.
+    cause: Adam moments are noisy at the start.
+    fix: Lengthen the warmup.
+    phrases:
+      - "validation loss explodes right after the warmup ends"
+      - "lr stays constant after the warmup"
+  - id: B1
+    domain: convergence
+    title: Validation split leaks into training
+    symptom: The loss on held-out data explodes late in the run.
+    cause: The validation set shares examples after the warmup ends.
+    fix: Deduplicate the splits.
+"#;
+        let mut raw = crate::catalog::load::RawPlaybook::default();
+        crate::catalog::load::parse_file(std::path::Path::new("t.yaml"), yaml, &mut raw).unwrap();
+        let idx = SearchIndex::build(&Catalog::from_raw(raw)).unwrap();
+        let share = |q: &str, entry: usize, subjects: &[&str]| {
+            let (_, q, _) = idx.run(q, 5, None).unwrap();
+            let words: Vec<(f32, Vec<u32>)> = q
+                .tokens
+                .iter()
+                .zip(&q.weights)
+                .map(|(t, &w)| (w, idx.lexicon.stem_id(t).into_iter().collect()))
+                .collect();
+            let subjects: Vec<Vec<u32>> = subjects
+                .iter()
+                .map(|s| idx.lexicon.stem_id(s).into_iter().collect())
+                .collect();
+            idx.lexicon.phrase_share(entry, &words, &subjects)
+        };
+        let q = "validation loss explodes after the warmup ends";
+        assert!(share(q, 0, &[]) > 0.99, "{}", share(q, 0, &[]));
+        // B1 holds the same words, but no statement of it does.
+        assert_eq!(share(q, 1, &[]), 0.0);
+        let r = idx.search_ranked(q, 2, None).unwrap();
+        assert_eq!(r.hits[0].id, "A1", "{r:?}");
+        // "lr stays constant" explains most of "loss stays constant", but not the loss: only
+        // the other statement ("after the warmup") counts then.
+        let q = "loss stays constant after the warmup";
+        assert!(share(q, 0, &[]) > 0.6, "{}", share(q, 0, &[]));
+        assert!(share(q, 0, &["loss"]) < 0.4, "{}", share(q, 0, &["loss"]));
     }
 
     #[test]

@@ -137,6 +137,8 @@ pub(super) struct Lexicon {
     pub(super) entry_sets: WordSets,
     /// Per entry: the words of what it shows (title, symptom, keywords, errors, phrases).
     pub(super) entry_strong: WordSets,
+    /// Per entry: each of its users' phrases as a sorted set of stem ids.
+    pub(super) entry_phrases: Vec<Vec<Vec<u32>>>,
     /// Phrase -> number of entries holding it, filled as queries ask (the same synonym groups
     /// come back keystroke after keystroke).
     df_cache: Mutex<HashMap<Vec<u32>, usize>>,
@@ -259,6 +261,7 @@ pub(super) struct LexiconBuilder {
     entry_seqs: Vec<Vec<u32>>,
     entry_sets: Vec<Vec<u32>>,
     entry_strong: Vec<Vec<u32>>,
+    entry_phrases: Vec<Vec<Vec<u32>>>,
     /// Stems of the catalog's own text (not users' phrases): the words known to correction.
     written: Vec<u32>,
 }
@@ -272,6 +275,7 @@ impl LexiconBuilder {
             entry_seqs: Vec::with_capacity(entries),
             entry_sets: Vec::with_capacity(entries),
             entry_strong: Vec::with_capacity(entries),
+            entry_phrases: Vec::with_capacity(entries),
             written: Vec::with_capacity(1 << 16),
         }
     }
@@ -348,6 +352,7 @@ impl LexiconBuilder {
         // How users say it: words of what the problem looks like (strong), but neither
         // phrases naming the entry's subject (they are whole sentences) nor words that count
         // as known for typo correction (users' typos are kept on purpose: "traning").
+        let mut phrases = Vec::with_capacity(ew.phrases.len());
         for r in &ew.phrases {
             let s = seq.len();
             for w in words(r) {
@@ -356,8 +361,13 @@ impl LexiconBuilder {
                 }
             }
             strong.extend_from_slice(&seq[s..]);
+            let mut phrase = seq[s..].to_vec();
+            phrase.sort_unstable();
+            phrase.dedup();
+            phrases.push(phrase);
             seq.push(SEP);
         }
+        self.entry_phrases.push(phrases);
         let mut set: Vec<u32> = seq.iter().copied().filter(|&w| w != SEP).collect();
         set.sort_unstable();
         set.dedup();
@@ -488,6 +498,7 @@ impl LexiconBuilder {
         Lexicon {
             entry_sets: WordSets::new(self.entry_sets, &stems),
             entry_strong: WordSets::new(self.entry_strong, &stems),
+            entry_phrases: self.entry_phrases,
             stems,
             lowers,
             raw_count: count,
@@ -554,6 +565,44 @@ impl Lexicon {
             }
             by_len
         })
+    }
+
+    /// The id of an analysed word, if some analysed text holds it.
+    pub(super) fn stem_id(&self, stem: &str) -> Option<u32> {
+        self.stems.id(stem)
+    }
+
+    /// The largest share of the query's weight that one users' phrase of entry `i` explains
+    /// (`words`: each query word's weight with the stem ids that count for it, itself and the
+    /// synonyms it triggered). A phrase about another quantity than the query reports (one
+    /// of `subjects`, groups of stem ids) does not count: "lr remains constant" is not "loss
+    /// remains constant".
+    pub(super) fn phrase_share(
+        &self,
+        i: usize,
+        words: &[(f32, Vec<u32>)],
+        subjects: &[Vec<u32>],
+    ) -> f32 {
+        let total: f32 = words.iter().map(|w| w.0).sum();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        self.entry_phrases[i]
+            .iter()
+            .filter(|p| {
+                subjects
+                    .iter()
+                    .all(|g| g.iter().any(|w| p.binary_search(w).is_ok()))
+            })
+            .map(|p| {
+                words
+                    .iter()
+                    .filter(|(_, ids)| ids.iter().any(|w| p.binary_search(w).is_ok()))
+                    .map(|w| w.0)
+                    .sum::<f32>()
+                    / total
+            })
+            .fold(0.0, f32::max)
     }
 
     /// The stems behind ids.
