@@ -643,21 +643,7 @@ impl SearchIndex {
             return;
         };
         let scale = 1.0 + 2.0 * W_EXPLAINS + W_NAMED + W_PHRASE;
-        // The query's words as stem ids (with the synonyms each triggered) and their weights.
-        let words: Vec<(f32, Vec<u32>)> = q
-            .tokens
-            .iter()
-            .zip(&q.weights)
-            .map(|(t, &w)| {
-                let mut ids: Vec<u32> = self.lexicon.stem_id(t).into_iter().collect();
-                for (trigger, e) in &q.expansions {
-                    if trigger.iter().any(|x| x == t) {
-                        ids.extend(self.lexicon.stem_id(e));
-                    }
-                }
-                (w, ids)
-            })
-            .collect();
+        let words = self.word_ids(q);
         // The quantities the query reports, found once for the whole pool.
         let named_subjects: Vec<&[&str]> = SUBJECTS
             .iter()
@@ -715,6 +701,24 @@ impl SearchIndex {
                 / scale;
         }
         top.sort_by(|a, b| b.0.total_cmp(&a.0));
+    }
+
+    /// The query's words as stem ids, each with the synonyms it triggered, and their weights
+    /// (what [`plan::Lexicon::phrase_share`] reads).
+    fn word_ids(&self, q: &confidence::Query) -> Vec<(f32, Vec<u32>)> {
+        q.tokens
+            .iter()
+            .zip(&q.weights)
+            .map(|(t, &w)| {
+                let mut ids: Vec<u32> = self.lexicon.stem_id(t).into_iter().collect();
+                for (trigger, e) in &q.expansions {
+                    if trigger.iter().any(|x| x == t) {
+                        ids.extend(self.lexicon.stem_id(e));
+                    }
+                }
+                (w, ids)
+            })
+            .collect()
     }
 
     /// The catalog index of a hit. The index is one segment written in catalog order, so a
@@ -1036,12 +1040,7 @@ entries:
         let idx = SearchIndex::build(&Catalog::from_raw(raw)).unwrap();
         let share = |q: &str, entry: usize, subjects: &[&str]| {
             let (_, q, _) = idx.run(q, 5, None).unwrap();
-            let words: Vec<(f32, Vec<u32>)> = q
-                .tokens
-                .iter()
-                .zip(&q.weights)
-                .map(|(t, &w)| (w, idx.lexicon.stem_id(t).into_iter().collect()))
-                .collect();
+            let words = idx.word_ids(&q);
             let subjects: Vec<Vec<u32>> = subjects
                 .iter()
                 .map(|s| idx.lexicon.stem_id(s).into_iter().collect())
