@@ -130,6 +130,9 @@ fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
 struct Accum {
     index: HashMap<String, usize>,
     series: Vec<Series>,
+    /// By series: its points climb strictly by step (checked on the points each chunk adds),
+    /// so handing it out needs no [`Series::normalize`] pass over the whole series.
+    ordered: Vec<bool>,
     /// Points held, and the largest step among step-indexed series (kept as chunks arrive:
     /// a poll never walks every point).
     points: usize,
@@ -148,14 +151,17 @@ impl Accum {
             }
             match self.index.get(&s.tag) {
                 Some(&i) => {
-                    if let Some(m) = self.series.get_mut(i) {
+                    if let (Some(m), Some(o)) = (self.series.get_mut(i), self.ordered.get_mut(i)) {
+                        let from = m.points.len();
                         m.points.extend(s.points);
                         m.name = s.name;
                         m.unit = s.unit;
+                        *o = *o && m.ordered_from(from);
                     }
                 }
                 None => {
                     self.index.insert(s.tag.clone(), self.series.len());
+                    self.ordered.push(s.ordered_from(0));
                     self.series.push(s);
                 }
             }
@@ -168,10 +174,13 @@ impl Accum {
     fn series(&self) -> Vec<Series> {
         self.series
             .iter()
-            .map(|s| {
+            .zip(&self.ordered)
+            .map(|(s, &ordered)| {
                 let mut s = s.clone();
                 s.restart = None;
-                s.normalize();
+                if !ordered {
+                    s.normalize();
+                }
                 s
             })
             .collect()

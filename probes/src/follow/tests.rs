@@ -78,6 +78,47 @@ fn event_file_truncated_is_read_again_from_its_start() {
     assert_eq!(values(&t, "loss"), vec![(7, 9.0)]);
 }
 
+/// A poll that appends steps the series already holds (a resumed run writing on into the same
+/// log) hands the series out sorted, one point per step, the later write kept; one that climbs on
+/// hands it out as written.
+#[test]
+fn a_later_poll_that_goes_back_in_step_is_handed_out_sorted() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("events.out.tfevents.1.host");
+    for s in [1, 2, 3] {
+        append(&p, &event(s, b"loss", s as f64));
+    }
+    let mut t = Tail::new(&p, ArtifactKind::TfEvents).unwrap();
+    t.poll();
+    append(&p, &event(4, b"loss", 4.0));
+    t.poll();
+    assert_eq!(
+        values(&t, "loss"),
+        vec![(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]
+    );
+    append(&p, &event(2, b"loss", 20.0));
+    append(&p, &event(5, b"loss", 50.0));
+    t.poll();
+    assert_eq!(
+        values(&t, "loss"),
+        vec![(1, 1.0), (2, 20.0), (3, 3.0), (4, 4.0), (5, 50.0)]
+    );
+
+    let c = d.path().join("metrics.csv");
+    append(&c, b"step,train_loss\n1,1.0\n2,2.0\n");
+    let mut t = Tail::new(&c, ArtifactKind::MetricsCsv).unwrap();
+    t.poll();
+    append(&c, b"3,3.0\n");
+    t.poll();
+    assert_eq!(values(&t, "train_loss"), vec![(1, 1.0), (2, 2.0), (3, 3.0)]);
+    append(&c, b"1,10.0\n4,4.0\n");
+    t.poll();
+    assert_eq!(
+        values(&t, "train_loss"),
+        vec![(1, 10.0), (2, 2.0), (3, 3.0), (4, 4.0)]
+    );
+}
+
 #[test]
 fn csv_line_without_its_newline_is_not_read_until_complete() {
     let d = tempfile::tempdir().unwrap();

@@ -113,6 +113,15 @@ impl Series {
         });
     }
 
+    /// Whether the points from index `from` on still climb strictly by step after the one
+    /// before them: what a follower checks of the points a poll appended, so a series that
+    /// stays in order is never walked whole again ([`Series::normalize`] would leave it as it is).
+    pub fn ordered_from(&self, from: usize) -> bool {
+        self.points
+            .get(from.saturating_sub(1)..)
+            .is_none_or(|p| p.windows(2).all(|w| w[0].step < w[1].step))
+    }
+
     pub fn len(&self) -> usize {
         self.points.len()
     }

@@ -152,6 +152,9 @@ fn scan_records(
 #[derive(Debug)]
 pub struct EventStream {
     dec: Decoder,
+    /// By series of the decoder: its points climb strictly by step (checked on the points
+    /// each call adds), so [`EventStream::series`] need not walk it whole to sort it.
+    ordered: Vec<bool>,
     /// Points decoded and the largest step (step-indexed tags), kept as records arrive.
     points: usize,
     max_step: Option<u64>,
@@ -165,6 +168,7 @@ impl EventStream {
     pub fn new(path: &Path) -> Self {
         EventStream {
             dec: Decoder::new(path),
+            ordered: Vec::new(),
             points: 0,
             max_step: None,
             offset: 0,
@@ -196,11 +200,13 @@ impl EventStream {
         // Only the points this call added are looked at.
         let mut added = 0;
         for (i, s) in self.dec.series.iter().enumerate() {
-            let new = s
-                .points
-                .get(lens.get(i).copied().unwrap_or(0)..)
-                .unwrap_or(&[]);
+            let from = lens.get(i).copied().unwrap_or(0);
+            let new = s.points.get(from..).unwrap_or(&[]);
             added += new.len();
+            match self.ordered.get_mut(i) {
+                Some(o) => *o = *o && s.ordered_from(from),
+                None => self.ordered.push(s.ordered_from(from)),
+            }
             if s.unit == super::Unit::Step {
                 self.max_step = self.max_step.max(new.iter().map(|p| p.step).max());
             }
@@ -221,7 +227,21 @@ impl EventStream {
 
     /// The series read so far, sorted by step (one point per step).
     pub fn series(&self) -> Vec<Series> {
-        self.dec.clone().finish()
+        // What `Decoder::finish` gives, without cloning the decoder's tag table or walking a
+        // series that is already in order.
+        self.dec
+            .series
+            .iter()
+            .zip(&self.ordered)
+            .filter(|(s, _)| !s.points.is_empty())
+            .map(|(s, &ordered)| {
+                let mut s = s.clone();
+                if !ordered {
+                    s.normalize();
+                }
+                s
+            })
+            .collect()
     }
 }
 
