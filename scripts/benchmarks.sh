@@ -118,7 +118,12 @@ if [ ! -d "$MANY/checkpoint-9999" ]; then
   tiny=tests/bad_inputs/zero_size.safetensors
   for i in $(seq 0 9999); do mkdir -p "$MANY/checkpoint-$i" && cp "$tiny" "$MANY/checkpoint-$i/model.safetensors"; done
 fi
-MANY_T=$( { /usr/bin/time -f "%e %M" "$REL/mltriage" inspect "$MANY" --json > "$DIR/many.json"; } 2>&1 | tail -1)
+# The first listing runs after the multi-GB reads above, which push the folders' metadata out
+# of the cache: it is reported as the cold time. The row's verdict is on the median of three
+# listings after it, cached like every other row's files.
+many() { { /usr/bin/time -f "%e %M" "$REL/mltriage" inspect "$MANY" --json > "$DIR/many.json"; } 2>&1 | tail -1; }
+MANY_COLD=$(many | cut -d' ' -f1)
+MANY_T=$(for _ in 1 2 3; do many; done | sort -n | sed -n 2p)
 MANY_N=$(grep -c '"step"' "$DIR/many.json" || true)
 
 say "check on each shared fixture"
@@ -235,7 +240,7 @@ ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN{pri
     echo "| \`mltriage check\` on each fixture in under a second (CPU) | ../shared/fixtures not beside the checkout | skipped |"
   fi
   echo "| a 1 GB event file parses in bounded memory | ${TFE1G_S} s, ${TFE1G_PEAK} MB peak for ${TFE1G_N} scalars in a ${TFE1G_MB} MB file (records streamed; memory follows the scalars kept, 32 B each) | $(awk -v a="$TFE1G_PEAK" -v b="$TFE1G_MB" 'BEGIN{print (a < b)?"met (peak < file size)":"missed"}') |"
-  echo "| a run dir with 10,000 checkpoints lists quickly | \`mltriage inspect\` of 10,000 checkpoint-N/ folders: $(cut -d' ' -f1 <<<"$MANY_T") s, $(awk -v k="$(cut -d' ' -f2 <<<"$MANY_T")" 'BEGIN{printf "%.0f", k/1024}') MB peak | $(awk -v t="$(cut -d' ' -f1 <<<"$MANY_T")" 'BEGIN{print (t<=2)?"met (≤ 2 s)":"slow"}') |"
+  echo "| a run dir with 10,000 checkpoints lists quickly | \`mltriage inspect\` of 10,000 checkpoint-N/ folders: $(cut -d' ' -f1 <<<"$MANY_T") s (median of 3, cached; the first listing, with the folders' metadata read from disk: $MANY_COLD s), $(awk -v k="$(cut -d' ' -f2 <<<"$MANY_T")" 'BEGIN{printf "%.0f", k/1024}') MB peak | $(awk -v t="$(cut -d' ' -f1 <<<"$MANY_T")" 'BEGIN{print (t<=2)?"met (≤ 2 s)":"slow"}') |"
   echo
   cat <<'NOTE'
 Tensor statistics vs `cat`: `cat` of a page-cached file is bounded by memory bandwidth, our pass by
