@@ -1,5 +1,6 @@
 //! Symptom search: a tantivy index in RAM over every text field of the catalog (title,
-//! keywords and errors above symptom, above cause and fix), a query plan (typo correction,
+//! keywords and errors above symptom, above cause and fix; prepared for the shipped playbook,
+//! see `segment`), a query plan (typo correction,
 //! synonym groups, domain cues, quoted error strings: see `plan`), prefix matching for
 //! half-typed input, queries built from analysed tokens (so `mAP=0`, `lr_scheduler.step()`,
 //! `-100` and `fc.weight` never fail to parse), a confidence verdict for the best hit (see
@@ -9,6 +10,7 @@ mod analyse;
 mod confidence;
 mod glossary;
 mod plan;
+mod segment;
 mod snippet;
 
 use std::collections::{BTreeSet, HashMap};
@@ -17,9 +19,7 @@ use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, Query, TermQuery};
-use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, STORED, STRING,
-};
+use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
@@ -29,14 +29,8 @@ use crate::catalog::{Catalog, Domain};
 
 pub use confidence::Confidence;
 use plan::Lexicon;
+use segment::Fields;
 use snippet::{edit_distance_le1, snippet_sources, split_sentences, truncate_snippet};
-
-/// The index fields' tokenizer: stems joined by spaces (see `SearchIndex::build`).
-const STEMS: &str = "mlt_stems";
-/// Writer memory budget. It only sizes the segment writer's initial term table (2^12 slots
-/// here; the table grows as terms come): tantivy's usual 15 MB meant a 2^19-slot table, about
-/// 3 ms of page faults on every start. Measured: 0.1 to 1 MB alike, 15 MB 4 ms more CPU.
-const WRITER_BUDGET: usize = 300_000;
 
 /// Index build or query failure (tantivy internals).
 #[derive(Debug, thiserror::Error)]
@@ -79,19 +73,6 @@ pub struct Hit {
     pub id: String,
     pub score: f32,
     pub snippet: Snippet,
-}
-
-struct Fields {
-    id: Field,
-    domain: Field,
-    title: Field,
-    keywords: Field,
-    phrases: Field,
-    errors: Field,
-    symptom: Field,
-    question: Field,
-    cause: Field,
-    fix: Field,
 }
 
 /// (field, boost) pairs used for every query token: what the user sees (title, symptom) and
@@ -260,83 +241,57 @@ fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F) // CJK extensions B-F
 }
 
+/// Every entry's texts analysed once (`analyse`: each distinct word once), feeding the
+/// segment's documents, the query-plan lexicon and the snippets' sources.
+fn analysed(
+    cat: &Catalog,
+    fields: &Fields,
+) -> (
+    segment::Docs,
+    plan::LexiconBuilder,
+    analyse::Stems,
+    HashMap<String, Vec<String>>,
+) {
+    use std::iter::once;
+    use std::ops::Range;
+    let mut an = analyse::Stems::new();
+    let mut lex = plan::LexiconBuilder::new(cat.entries.len());
+    let mut ew = analyse::EntryWords::default();
+    let mut texts = HashMap::with_capacity(cat.entries.len());
+    let mut docs = segment::Docs::with_capacity(cat.entries.len());
+    for e in &cat.entries {
+        ew.read(e, &mut an);
+        docs.start();
+        docs.add(fields.id, |s| {
+            s.extend(e.id.chars().map(|c| c.to_ascii_lowercase()))
+        });
+        docs.add(fields.domain, |s| s.push_str(e.domain.as_str()));
+        let mut add = |field: Field, ranges: &mut dyn Iterator<Item = &Range<usize>>| {
+            docs.add(field, |s| ew.index_text(ranges, &an, s));
+        };
+        add(fields.title, &mut once(&ew.title));
+        add(fields.keywords, &mut ew.keywords.iter());
+        add(fields.keywords, &mut ew.knobs.iter());
+        add(fields.phrases, &mut ew.phrases.iter());
+        add(fields.errors, &mut ew.errors.iter());
+        add(fields.symptom, &mut once(&ew.symptom));
+        add(
+            fields.question,
+            &mut ew.question.iter().chain(&ew.question_more),
+        );
+        add(fields.cause, &mut once(&ew.cause));
+        add(fields.fix, &mut once(&ew.fix));
+        lex.add(e, &ew, &mut an);
+        texts.insert(e.id.clone(), snippet_sources(e));
+    }
+    (docs, lex, an, texts)
+}
+
 impl SearchIndex {
     pub fn build(cat: &Catalog) -> Result<SearchIndex, SearchError> {
-        let mut sb = Schema::builder();
-        let text = TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default()
-                .set_tokenizer(STEMS)
-                .set_index_option(IndexRecordOption::WithFreqs),
-        );
-        let fields = Fields {
-            id: sb.add_text_field("id", STRING | STORED),
-            domain: sb.add_text_field("domain", STRING),
-            title: sb.add_text_field("title", text.clone()),
-            keywords: sb.add_text_field("keywords", text.clone()),
-            phrases: sb.add_text_field("phrases", text.clone()),
-            errors: sb.add_text_field("errors", text.clone()),
-            symptom: sb.add_text_field("symptom", text.clone()),
-            question: sb.add_text_field("question", text.clone()),
-            cause: sb.add_text_field("cause", text.clone()),
-            fix: sb.add_text_field("fix", text),
-        };
-        // One segment written in this thread into an empty RAM directory: no indexing thread,
-        // channel, commit or merge bookkeeping (the documented use of tantivy's single-segment
-        // writer). Each distinct word is analysed once (`analyse`) and every text goes to the
-        // index as its stems joined by spaces (stop words left out, as the query analyzer
-        // leaves them out), split again by a whitespace tokenizer: the terms are exactly the
-        // query's analysed tokens. The index keeps frequencies, not positions, so the token
-        // offsets do not matter; snippets are made from the entries' own text.
-        let tokenizers = tantivy::tokenizer::TokenizerManager::new();
-        tokenizers.register(
-            STEMS,
-            TextAnalyzer::from(tantivy::tokenizer::WhitespaceTokenizer::default()),
-        );
-        // The id and domain fields (STRING).
-        tokenizers.register("raw", tantivy::tokenizer::RawTokenizer::default());
-        let mut writer = Index::builder()
-            .schema(sb.build())
-            .tokenizers(tokenizers)
-            .single_segment_index_writer::<TantivyDocument>(
-            tantivy::directory::RamDirectory::create(),
-            WRITER_BUDGET,
-        )?;
-        // Each entry's texts are analysed once (`analyse`: each distinct word once) and feed
-        // both the segment and the query-plan lexicon.
-        use std::iter::once;
-        use std::ops::Range;
-        let mut an = analyse::Stems::new();
-        let mut lex = plan::LexiconBuilder::new(cat.entries.len());
-        let mut ew = analyse::EntryWords::default();
-        let mut texts = HashMap::with_capacity(cat.entries.len());
-        let mut buf = String::with_capacity(4096);
-        for e in &cat.entries {
-            ew.read(e, &mut an);
-            let mut doc = TantivyDocument::default();
-            doc.add_text(fields.id, e.id.to_ascii_lowercase());
-            doc.add_text(fields.domain, e.domain.as_str());
-            let mut add = |field: Field, ranges: &mut dyn Iterator<Item = &Range<usize>>| {
-                buf.clear();
-                ew.index_text(ranges, &an, &mut buf);
-                doc.add_text(field, &buf);
-            };
-            add(fields.title, &mut once(&ew.title));
-            add(fields.keywords, &mut ew.keywords.iter());
-            add(fields.keywords, &mut ew.knobs.iter());
-            add(fields.phrases, &mut ew.phrases.iter());
-            add(fields.errors, &mut ew.errors.iter());
-            add(fields.symptom, &mut once(&ew.symptom));
-            add(
-                fields.question,
-                &mut ew.question.iter().chain(&ew.question_more),
-            );
-            add(fields.cause, &mut once(&ew.cause));
-            add(fields.fix, &mut once(&ew.fix));
-            writer.add_document(doc)?;
-            lex.add(e, &ew, &mut an);
-            texts.insert(e.id.clone(), snippet_sources(e));
-        }
-        let index = writer.finalize()?;
+        let (schema, fields) = segment::schema();
+        let (docs, lex, an, texts) = analysed(cat, &fields);
+        let index = segment::index(&docs, schema)?;
         let ids = cat
             .entries
             .iter()
