@@ -210,3 +210,54 @@ fn a_too_high_lr_is_never_told_to_go_higher() {
     );
     assert!(!s41.message.contains("try a larger one"), "{}", s41.message);
 }
+
+/// O22's ratio is per optimizer step: between checkpoints indexed by something else (epochs,
+/// SB3's environment timesteps) the optimizer's own step counter counts the steps, and where
+/// none is saved (SGD, SAC's actor/critic optimizers) the probe does not judge.
+#[test]
+fn update_ratios_are_per_optimizer_step_whatever_the_checkpoints_count() {
+    let cat = Catalog::embedded().unwrap();
+    let o22 = |name: &str| {
+        let run = Run::discover(&corpus().join(name)).unwrap();
+        let r = check(&cat, &run, &Facts::default(), &Compute::cpu(), None);
+        r.findings
+            .into_iter()
+            .find(|f| f.probe == "update_ratio")
+            .unwrap()
+    };
+    // PPO: 20,480 timesteps apart, 10 epochs × 8 minibatches × 10 rollouts = 800 Adam steps.
+    let f = o22("sb3_ppo_healthy");
+    assert_eq!(f.status, Status::Pass, "{f:#?}");
+    assert!(
+        f.measured
+            .contains("timesteps 20480..40960 (800 optimizer steps)"),
+        "{f:#?}"
+    );
+    // DQN (train_freq 4): 5,000 timesteps apart hold 1,250 updates.
+    let f = o22("sb3_dqn_healthy");
+    assert!(f.measured.contains("(1250 optimizer steps)"), "{f:#?}");
+    for name in ["timm_healthy", "sb3_sac_healthy"] {
+        let f = o22(name);
+        assert_eq!(f.status, Status::Skip, "{name}: {f:#?}");
+        assert!(
+            f.message.contains("save no optimizer step counter"),
+            "{f:#?}"
+        );
+    }
+}
+
+/// A Stable-Baselines3 archive states where its `learn()` started: an off-policy run whose
+/// first log point comes after `learning_starts` was not resumed; one continued with
+/// `reset_num_timesteps=False` resumed exactly there.
+#[test]
+fn sb3_runs_are_resumed_where_their_archives_say() {
+    let at = |name: &str| {
+        let run = Run::discover(&corpus().join(name)).unwrap();
+        mltriage_probes::profile::Profile::of(&run, &Facts::default())
+            .resumed_at
+            .value
+    };
+    assert_eq!(at("sb3_dqn_healthy"), None);
+    assert_eq!(at("sb3_sac_healthy"), None);
+    assert_eq!(at("sb3_dqn_resumed_healthy"), Some(10_000));
+}

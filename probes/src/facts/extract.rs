@@ -182,19 +182,7 @@ fn capture_facts(run: &Run, f: &mut Facts) {
 /// `normalize_advantage` … (see [`crate::tensors::sb3::HYPERPARAMETERS`]).
 fn sb3_facts(run: &Run, f: &mut Facts) {
     use crate::tensors::sb3;
-    let newest = run
-        .checkpoints
-        .iter()
-        .rev()
-        .flat_map(|c| c.weights.iter())
-        .map(|w| w.as_path())
-        .find(|w| run.kind_of(w) == ArtifactKind::Sb3Model)
-        .or_else(|| {
-            run.of_kind(ArtifactKind::Sb3Model)
-                .last()
-                .map(|a| a.path.as_path())
-        });
-    let Some(a) = newest.and_then(|p| sb3::read(p).ok()) else {
+    let Some(a) = run.newest_sb3_archive().and_then(|p| sb3::read(p).ok()) else {
         return;
     };
     let file = a.path.display().to_string();

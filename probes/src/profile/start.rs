@@ -93,6 +93,20 @@ pub(super) fn resumed(
     if resume_cfg && run.metrics().restarts.is_empty() && !logging.starts_early() {
         return Field::new(logging.first_step, Sure::High, fact_who(facts, "init_from"));
     }
+    // Where the run's own archive states the timestep its training call started from, that
+    // decides (Stable-Baselines3's `_num_timesteps_at_start`, set by
+    // `learn(..., reset_num_timesteps=False)`): a resume from there, or none from 0 (with no
+    // restart in the logs). Off-policy algorithms log nothing before `learning_starts`, so a
+    // first point long after the logging interval is not a resume there.
+    let sb3_start = run
+        .newest_sb3_archive()
+        .and_then(|p| crate::tensors::sb3::read(p).ok())
+        .and_then(|a| Some((a.timesteps_at_start?, a.path)));
+    let sb3_who =
+        |at: u64, p: &std::path::Path| format!("{} (_num_timesteps_at_start={at})", p.display());
+    if let Some((at, p)) = sb3_start.as_ref().filter(|(at, _)| *at > 0) {
+        return Field::new(Some(*at), Sure::High, sb3_who(*at, p));
+    }
     // A restart in a training series first (a summary series says less), then any.
     let rs = &run.metrics().restarts;
     let train = |r: &&crate::metrics::Restart| {
@@ -120,6 +134,9 @@ pub(super) fn resumed(
                 r.source.display()
             ),
         );
+    }
+    if let Some((at, p)) = &sb3_start {
+        return Field::new(None, Sure::High, sb3_who(*at, p));
     }
     // A training log that starts long after its own logging interval begins mid-run.
     if let (Some(first), Some(iv)) = (logging.first_step, logging.interval) {

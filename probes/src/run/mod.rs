@@ -360,6 +360,22 @@ impl Run {
             .map_or(ArtifactKind::Other, |a| a.kind)
     }
 
+    /// The newest Stable-Baselines3 model archive: the newest checkpoint's, else the last
+    /// archive found.
+    pub fn newest_sb3_archive(&self) -> Option<&Path> {
+        self.checkpoints
+            .iter()
+            .rev()
+            .flat_map(|c| c.weights.iter())
+            .map(|w| w.as_path())
+            .find(|w| self.kind_of(w) == ArtifactKind::Sb3Model)
+            .or_else(|| {
+                self.of_kind(ArtifactKind::Sb3Model)
+                    .last()
+                    .map(|a| a.path.as_path())
+            })
+    }
+
     /// Dumped batches.
     pub fn batches(&self) -> Vec<&Artifact> {
         self.of_kind(ArtifactKind::Batch)

@@ -56,6 +56,10 @@ pub struct Sb3Archive {
     pub num_timesteps: Option<u64>,
     /// Gradient updates done (`_n_updates`).
     pub n_updates: Option<u64>,
+    /// The timestep this archive's `learn()` call started from (`_num_timesteps_at_start`): 0
+    /// for a fresh run, the archive's count before it for a resumed one
+    /// (`reset_num_timesteps=False`).
+    pub timesteps_at_start: Option<u64>,
     /// `_stable_baselines3_version`.
     pub version: Option<String>,
     /// The policy class (`ActorCriticPolicy` …), from `policy_class.__module__`/its pickle.
@@ -121,6 +125,7 @@ pub fn read(path: impl AsRef<Path>) -> Result<Sb3Archive> {
     let u = |k: &str| json.get(k).and_then(serde_json::Value::as_u64);
     out.num_timesteps = u("num_timesteps");
     out.n_updates = u("_n_updates");
+    out.timesteps_at_start = u("_num_timesteps_at_start");
     out.policy_class = json
         .get("policy_class")
         .and_then(|p| p.get(":serialized:"))

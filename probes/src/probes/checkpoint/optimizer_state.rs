@@ -1,4 +1,5 @@
-//! The newest optimizer state beside a checkpoint and the parameter names it maps to.
+//! The newest optimizer state beside a checkpoint and the parameter names it maps to, and how
+//! many optimizer steps a checkpoint's index stands for.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -149,4 +150,39 @@ pub(crate) fn max_state_step(opt: &OptimizerState) -> Option<f64> {
         .filter_map(|s| s.step)
         .filter(|s| s.is_finite())
         .reduce(f64::max)
+}
+
+/// Whether checkpoint `c`'s index counts optimizer steps. It does not for an epoch (timm,
+/// Ultralytics) or for a Stable-Baselines3 archive's environment timesteps (each PPO rollout of
+/// n_steps feeds n_epochs × n_steps / batch_size optimizer steps; DQN and SAC take
+/// gradient_steps per train_freq).
+pub(crate) fn index_counts_optimizer_steps(run: &Run, c: &CheckpointDir) -> bool {
+    c.unit == crate::run::IndexUnit::Step
+        && !c
+            .weights
+            .iter()
+            .any(|w| run.kind_of(w) == ArtifactKind::Sb3Model)
+}
+
+/// The optimizer's own step count saved with checkpoint `c` (Adam's `step`, the largest over
+/// its parameters); `None` without an optimizer state or a counter in it (SGD).
+pub(crate) fn saved_optimizer_step(c: &CheckpointDir) -> Option<f64> {
+    OptimizerState::open(c.optimizer.as_ref()?)
+        .ok()
+        .and_then(|o| max_state_step(&o))
+}
+
+/// The optimizer steps from checkpoint `a` to the later `b`: the difference of their indices
+/// where those count optimizer steps, else of the step counters saved with them; `None` when
+/// neither tells (a rate per step cannot be formed).
+pub(crate) fn optimizer_steps_between(
+    run: &Run,
+    a: &CheckpointDir,
+    b: &CheckpointDir,
+) -> Option<f64> {
+    if index_counts_optimizer_steps(run, a) && index_counts_optimizer_steps(run, b) {
+        return Some(b.step.saturating_sub(a.step).max(1) as f64);
+    }
+    let d = saved_optimizer_step(b)? - saved_optimizer_step(a)?;
+    (d >= 1.0).then_some(d)
 }

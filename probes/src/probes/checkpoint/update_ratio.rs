@@ -1,8 +1,13 @@
-//! `update_ratio` (O22): the per-step update-to-weight ratio between two checkpoints.
+//! `update_ratio` (O22): the per-step update-to-weight ratio between two checkpoints, per
+//! optimizer step (see `optimizer_steps_between`: checkpoints indexed by epoch or by
+//! environment timesteps are counted by the optimizer's own step counter, or not judged).
 
 use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
 
 use crate::probes::checkpoint::model::*;
+use crate::probes::checkpoint::optimizer_state::{
+    index_counts_optimizer_steps, optimizer_steps_between,
+};
 use crate::probes::util::*;
 
 pub(super) const UPDATE_RATIO: ProbeSpec = ProbeSpec {
@@ -52,8 +57,9 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     }
     // The last few consecutive pairs (each pair reads both checkpoints once).
     let start = cks.len().saturating_sub(4);
+    let dirs = &cks[start..];
     let mut models: Vec<Model> = Vec::new();
-    for c in &cks[start..] {
+    for c in dirs {
         match Model::open(c) {
             Ok(m) => models.push(m),
             Err(e) => {
@@ -67,6 +73,8 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     struct Pair {
         a: u64,
         b: u64,
+        /// Optimizer steps from a to b.
+        k: f64,
         lb: f64,
         ub: f64,
         n: usize,
@@ -75,9 +83,14 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         lr_frac: f64,
     }
     let mut pairs = Vec::new();
-    for w in models.windows(2) {
+    // Pairs whose optimizer steps cannot be counted (epoch checkpoints without a step counter).
+    let mut uncounted = 0usize;
+    for (w, d) in models.windows(2).zip(dirs.windows(2)) {
         let (a, b) = (&w[0], &w[1]);
-        let k = (b.step - a.step).max(1) as f64;
+        let Some(k) = optimizer_steps_between(ctx.run, d[0], d[1]) else {
+            uncounted += 1;
+            continue;
+        };
         let (mv, _) = movements(a, b, |n, i| is_trainable(n, i) && i.shape.len() >= 2);
         let rs: Vec<(String, f64)> = mv
             .iter()
@@ -97,6 +110,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         pairs.push(Pair {
             a: a.step,
             b: b.step,
+            k,
             lb: med / k,
             ub: med / k.sqrt(),
             n: rs.len(),
@@ -104,10 +118,28 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
             lr_frac: lr_fraction(ctx, a.step, b.step).unwrap_or(1.0),
         });
     }
+    // Checkpoints indexed otherwise than by optimizer steps say how many steps each interval
+    // held.
+    let by_steps = dirs
+        .iter()
+        .all(|c| index_counts_optimizer_steps(ctx.run, c));
+    let unit = if dirs.iter().all(|c| c.unit == crate::run::IndexUnit::Epoch) {
+        "epoch"
+    } else if by_steps {
+        "step"
+    } else {
+        "environment timesteps"
+    };
     let Some(last) = pairs.last() else {
         return vec![Verdict::skip(
             E,
-            "no weight matrix moved between checkpoints (see identical_tensors)",
+            if uncounted > 0 {
+                format!(
+                    "the checkpoints are indexed by {unit} and save no optimizer step counter: the optimizer steps between them are unknown"
+                )
+            } else {
+                "no weight matrix moved between checkpoints (see identical_tensors)".to_string()
+            },
         )];
     };
     // The first steps from a random init move small weights by large relative amounts: the
@@ -136,11 +168,22 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         .iter()
         .filter(|p| p.ub < low_at(p))
         .min_by(|x, y| (x.ub / x.lr_frac).total_cmp(&(y.ub / y.lr_frac)));
+    let span = |p: &Pair| {
+        if by_steps {
+            format!("steps {}..{}", p.a, p.b)
+        } else {
+            let unit = if unit == "epoch" {
+                "epochs"
+            } else {
+                "timesteps"
+            };
+            format!("{unit} {}..{} ({} optimizer steps)", p.a, p.b, p.k)
+        }
+    };
     let render = |p: &Pair| {
+        let span = span(p);
         format!(
-            "steps {}..{}: median ‖ΔW‖/‖W‖ per step ∈ [{}, {}] over {} tensors",
-            p.a,
-            p.b,
+            "{span}: median ‖ΔW‖/‖W‖ per step ∈ [{}, {}] over {} tensors",
             fmt(p.lb),
             fmt(p.ub),
             p.n
@@ -172,7 +215,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         } else {
             Status::Warn
         };
-        (st, "high", format!("even the lower bound of the per-step update ratio exceeds {high} (steps {}..{}): steps this large churn the weights — lower the LR or check that it is not scaled up (accumulation, batch-size scaling)", p.a, p.b))
+        (st, "high", format!("even the lower bound of the per-step update ratio exceeds {high} ({}): steps this large churn the weights — lower the LR or check that it is not scaled up (accumulation, batch-size scaling)", span(p)))
     } else if let Some(p) = too_low {
         let st = if p.ub < low_at(p) / fail_factor {
             Status::Fail
@@ -187,9 +230,9 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         } else {
             String::new()
         };
-        (st, "low", format!("even the upper bound of the per-step update ratio is below {}{held} (steps {}..{}): the weights barely move — the LR is too small (O7: raise it, find it with a range test), mostly zero, or updates are lost", fmt(low_at(p)), p.a, p.b))
+        (st, "low", format!("even the upper bound of the per-step update ratio is below {}{held} ({}): the weights barely move — the LR is too small (O7: raise it, find it with a range test), mostly zero, or updates are lost", fmt(low_at(p)), span(p)))
     } else if let Some(p) = pairs.iter().rev().find(|p| !p.outliers.is_empty()) {
-        (Status::Warn, "outliers", format!("most tensors update normally but some move over {outlier}× faster than the median (steps {}..{}): {} — a per-parameter LR multiplier or an unnormalised layer", p.a, p.b, list_some(&p.outliers, 3)))
+        (Status::Warn, "outliers", format!("most tensors update normally but some move over {outlier}× faster than the median ({}): {} — a per-parameter LR multiplier or an unnormalised layer", span(p), list_some(&p.outliers, 3)))
     } else {
         (
             Status::Pass,

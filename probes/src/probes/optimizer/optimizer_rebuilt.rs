@@ -79,13 +79,7 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
     // A checkpoint index that does not count optimizer steps says nothing about Adam's count:
     // an epoch (timm, Ultralytics), or a Stable-Baselines3 archive's environment timesteps
     // (each rollout of n_steps feeds n_epochs × n_steps / batch_size optimizer steps).
-    let counts_steps = c.is_some_and(|c| {
-        c.unit == crate::run::IndexUnit::Step
-            && !c
-                .weights
-                .iter()
-                .any(|w| ctx.run.kind_of(w) == crate::run::ArtifactKind::Sb3Model)
-    });
+    let counts_steps = c.is_some_and(|c| index_counts_optimizer_steps(ctx.run, c));
     let (run_step, src) = match (
         ts_step,
         c.map(|c| c.step).filter(|s| *s > 0 && counts_steps),
