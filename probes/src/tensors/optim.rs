@@ -64,6 +64,10 @@ pub struct OptimizerState {
     pub path: PathBuf,
     /// A ZeRO partition: groups only, per-parameter state flattened away (not read).
     pub partitioned: bool,
+    /// The steps taken by the other optimizers saved beside this one (a Lightning checkpoint
+    /// keeps one state dict per optimizer in `optimizer_states`; this is the first): the sum of
+    /// each one's largest `step`. Lightning's `global_step` counts every optimizer's steps.
+    pub sibling_steps: f64,
     /// The moment tensors, named `optimizer:state.<id>.<key>`, for the tensor pass.
     tf: TensorFile,
     names: HashMap<TensorRef, String>,
@@ -246,7 +250,30 @@ impl OptimizerState {
                 state.insert(id, ps);
             }
         }
-        Ok(OptimizerState::new(path, groups, state, false, zip))
+        // The other optimizers of a Lightning checkpoint: only their step counts are read.
+        let max_step = |sd: &Value| -> f64 {
+            lookup(sd, "state")
+                .and_then(Value::as_dict)
+                .into_iter()
+                .flatten()
+                .filter_map(|(_, v)| {
+                    let d = v.as_dict()?;
+                    d.iter()
+                        .find(|(k, _)| k.key_string().as_deref() == Some("step"))
+                        .and_then(|(_, sv)| num(sv))
+                })
+                .filter(|x| x.is_finite())
+                .fold(0.0, f64::max)
+        };
+        let sibling_steps = match lookup(root, "optimizer_states").and_then(Value::as_seq) {
+            Some(all) if std::ptr::eq(all.first().map_or(std::ptr::null(), |f| f), sd) => {
+                all[1..].iter().map(max_step).sum()
+            }
+            _ => 0.0,
+        };
+        let mut o = OptimizerState::new(path, groups, state, false, zip);
+        o.sibling_steps = sibling_steps;
+        Ok(o)
     }
 
     /// Keeps the archive for its storages (its unpickled tree is not looked at again: what is
@@ -285,6 +312,7 @@ impl OptimizerState {
             state,
             path: path.to_path_buf(),
             partitioned,
+            sibling_steps: 0.0,
             tf,
             names,
             streamed: Once::new(),

@@ -115,10 +115,22 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
     }
     let ev = opt_ev(&opt, c);
     let mut out = Vec::new();
-    let ratio = opt_step / run_step;
+    // A run step that counts the steps of every optimizer in the checkpoint (Lightning's
+    // global_step under manual optimization: a GAN's generator and discriminator steps) is
+    // held against all of them.
+    let all_steps = opt_step + opt.sibling_steps;
+    let ratio = all_steps / run_step;
+    let siblings = if opt.sibling_steps > 0.0 {
+        format!(
+            " + {} of the checkpoint's other optimizers",
+            fstep(opt.sibling_steps)
+        )
+    } else {
+        String::new()
+    };
     let measured = if run_step.is_finite() {
         format!(
-            "optimizer step {} vs run step {} ({src}): ratio {:.2}",
+            "optimizer step {}{siblings} vs run step {} ({src}): ratio {:.2}",
             fstep(opt_step),
             fstep(run_step),
             ratio
@@ -136,7 +148,7 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .measured(measured.clone())
                 .expected(expected.clone())
                 .message(format!(
-                    "Adam's step count ({}) is far below the run's step ({}): the optimizer was re-created mid-run (inside the loop, on resume, or after unfreezing) — its moments and bias correction restart, and a scheduler attached to the old optimizer stops acting on the new one",
+                    "Adam's step count ({}{siblings}) is far below the run's step ({}): the optimizer was re-created mid-run (inside the loop, on resume, or after unfreezing) — its moments and bias correction restart, and a scheduler attached to the old optimizer stops acting on the new one",
                     fstep(opt_step),
                     fstep(run_step)
                 ))
