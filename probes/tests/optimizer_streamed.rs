@@ -108,3 +108,27 @@ fn a_refused_optimizer_state_is_parsed_once_for_every_probe() {
     let e2 = OptimizerState::read(&opt).unwrap_err().to_string();
     assert_eq!(e1, e2);
 }
+
+/// A cleared or rebuilt optimizer state zeroes every parameter's second moment together: that
+/// fails S6.2. (A few parameters with v = 0 beside many that accumulated, at the full step
+/// count, got no gradient instead: a reward model's final LayerNorm bias, see the field run
+/// `trl_reward_healthy`.)
+#[test]
+fn second_moments_zero_for_every_parameter_is_a_reset() {
+    let d = tempfile::tempdir().unwrap();
+    let ck = d.path().join("checkpoint-300");
+    std::fs::create_dir_all(&ck).unwrap();
+    let shapes = vec![vec![64, 32], vec![32], vec![32, 32]];
+    optim_writer::write_adam_pt(&ck.join("optimizer.pt"), &shapes, 300.0, 0.0, 0.0);
+    std::fs::write(ck.join("trainer_state.json"), r#"{"global_step": 300}"#).unwrap();
+    let v = check_like(d.path())
+        .into_iter()
+        .find(|(id, v)| *id == "optimizer_rebuilt" && v.entry == "S6.2")
+        .unwrap()
+        .1;
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "rebuilt"),
+        "{v:#?}"
+    );
+}

@@ -1,6 +1,8 @@
 """TRL runs on a tiny GPT-2 with a word-level tokenizer built here (no hub access):
 SFTTrainer on prompt/completion rows (completion-only loss), DPOTrainer from the SFT model,
-GRPOTrainer with a programmatic reward."""
+GRPOTrainer with a programmatic reward, RewardTrainer on the same preference pairs (a GPT-2
+sequence classifier with one output: the Bradley-Terry loss reads only r_chosen - r_rejected,
+so the final LayerNorm's bias, which adds the same amount to both, never gets a gradient)."""
 import sys
 
 import torch
@@ -97,8 +99,24 @@ def grpo(name, base, lr=1e-3, steps=60):
     return out
 
 
+def reward(name, lr=1e-3, steps=200):
+    from transformers import GPT2ForSequenceClassification
+    from trl import RewardConfig, RewardTrainer
+
+    out = run_dir(name)
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB + 3, n_positions=48,
+                     bos_token_id=2, eos_token_id=1, pad_token_id=0, num_labels=1)
+    args = RewardConfig(**common_args(out, max_steps=steps, learning_rate=lr, save_steps=100,
+                                      per_device_train_batch_size=8, max_length=32))
+    tr = RewardTrainer(model=GPT2ForSequenceClassification(cfg), args=args,
+                       train_dataset=prefs(8 * steps, 5), processing_class=tokenizer())
+    tr.train()
+    return out
+
+
 RUNS = ["trl_sft_healthy", "trl_sft_lr_100x", "trl_dpo_healthy", "trl_dpo_lr_100x",
-        "trl_dpo_lr_tiny", "trl_grpo_healthy", "trl_grpo_lr_100x"]
+        "trl_dpo_lr_tiny", "trl_grpo_healthy", "trl_grpo_lr_100x", "trl_reward_healthy"]
 
 if __name__ == "__main__":
     want = sys.argv[1:] or RUNS
@@ -129,3 +147,7 @@ if __name__ == "__main__":
         grpo("trl_grpo_lr_100x", sft_final, lr=1e-1)
         record("trl_grpo_lr_100x", made, "learning_rate 1e-1, 100x the healthy 1e-3",
                ["R1", "R2", "S3.1", "S3.2"], {"phase": "grpo"})
+    if "trl_reward_healthy" in want:
+        reward("trl_reward_healthy")
+        record("trl_reward_healthy", made, None, [], {},
+               profile={"framework": "trl", "resumed_at": None, "init_checkpoint": False})

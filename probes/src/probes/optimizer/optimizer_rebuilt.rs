@@ -100,6 +100,8 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
     let names = param_names(&opt, model_for(ctx.run, c).as_ref());
     let mut zero_v = Vec::new();
     let mut low_steps = 0usize;
+    // Params past `min_step` with a second moment to look at.
+    let mut judged = 0usize;
     for s in opt.state.values() {
         let st = s.step.unwrap_or(0.0);
         if st < opt_step {
@@ -107,12 +109,18 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
         }
         if st >= min_step {
             if let Some(v) = &s.exp_avg_sq {
+                judged += 1;
                 if opt.l2_norm(v).is_ok_and(|n| n <= v_zero) {
                     zero_v.push(describe_param(s.id, &names, &opt));
                 }
             }
         }
     }
+    // A cleared or rebuilt state zeroes the moments of every parameter together. A few
+    // parameters with v = 0 beside many that accumulated, at the same step count, got no
+    // gradient at any step: a bias whose effect cancels in a pairwise loss (a reward model's
+    // Bradley-Terry loss reads only r_chosen - r_rejected), or an unused branch.
+    let no_gradient = !zero_v.is_empty() && 2 * zero_v.len() < judged;
     let ev = opt_ev(&opt, c);
     let mut out = Vec::new();
     // A run step that counts the steps of every optimizer in the checkpoint (Lightning's
@@ -156,7 +164,7 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .value("opt_step", opt_step)
                 .value("run_step", run_step),
         );
-    } else if !zero_v.is_empty() {
+    } else if !zero_v.is_empty() && !no_gradient {
         out.push(
             Verdict::new(E, Status::Fail, "rebuilt")
                 .measured(format!("{} params with ‖v‖ ≈ 0 after ≥ {min_step} steps", zero_v.len()))
@@ -171,6 +179,13 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
         if low_steps > 0 {
             msg.push_str(&format!(
                 " ({low_steps} params have a lower step: added or unfrozen later)"
+            ));
+        }
+        if no_gradient {
+            msg.push_str(&format!(
+                "; {} of {judged} params never got a gradient (‖v‖ ≈ 0 at the full step count): {} — not a reset, which zeroes every param's moments",
+                zero_v.len(),
+                list_some(&zero_v, 4)
             ));
         }
         out.push(
