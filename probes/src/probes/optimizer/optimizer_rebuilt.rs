@@ -117,7 +117,7 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
         }
     }
     // A cleared or rebuilt state zeroes the moments of every parameter together. A few
-    // parameters with v = 0 beside many that accumulated, at the same step count, got no
+    // parameters with v = 0 beside many that accumulated after as many steps, got no
     // gradient at any step: a bias whose effect cancels in a pairwise loss (a reward model's
     // Bradley-Terry loss reads only r_chosen - r_rejected), or an unused branch.
     let no_gradient = !zero_v.is_empty() && 2 * zero_v.len() < judged;
@@ -183,7 +183,7 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
         }
         if no_gradient {
             msg.push_str(&format!(
-                "; {} of {judged} params never got a gradient (‖v‖ ≈ 0 at the full step count): {} — not a reset, which zeroes every param's moments",
+                "; {} of {judged} params never got a gradient (‖v‖ ≈ 0 after ≥ {min_step} of their steps): {} — not a reset, which zeroes every param's moments",
                 zero_v.len(),
                 list_some(&zero_v, 4)
             ));
