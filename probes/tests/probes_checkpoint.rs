@@ -1518,3 +1518,39 @@ fn update_ratio_is_held_at_the_lr_the_interval_had() {
     let v = one("update_ratio", d.path(), &[]);
     assert_eq!(v.status, Status::Pass, "{v:#?}");
 }
+
+#[test]
+fn final_weights_saved_again_are_not_a_step_whose_update_never_landed() {
+    // The run's final weights under a name stating no step (Ultralytics' last.pt, a final
+    // model.safetensors) sit one step after the last checkpoint; equal to it tensor for
+    // tensor, they are the same weights saved again: O2/O4 judge the pair before them.
+    let a = randn(256, 0.05, 1);
+    let b: Vec<f32> = a.iter().map(|x| x * 1.01).collect();
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 100, &[t("l1.weight", &[16, 16], a.clone())]);
+    ckpt(d.path(), 200, &[t("l1.weight", &[16, 16], b.clone())]);
+    write_st(
+        &d.path().join("model.safetensors"),
+        &[t("l1.weight", &[16, 16], b.clone())],
+    );
+    let v = one("identical_tensors", d.path(), &[]);
+    assert_eq!(v.status, Status::Pass, "{v:#?}");
+    assert!(v.measured.contains("between steps 100 and 200"), "{v:#?}");
+
+    // With no other pair to compare, the probe does not judge.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 200, &[t("l1.weight", &[16, 16], b.clone())]);
+    write_st(
+        &d.path().join("model.safetensors"),
+        &[t("l1.weight", &[16, 16], b.clone())],
+    );
+    let v = one("identical_tensors", d.path(), &[]);
+    assert_eq!(v.status, Status::Skip, "{v:#?}");
+
+    // Two stepped checkpoints with the same weights are still a step without an update.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 100, &[t("l1.weight", &[16, 16], b.clone())]);
+    ckpt(d.path(), 200, &[t("l1.weight", &[16, 16], b)]);
+    let v = one("identical_tensors", d.path(), &[]);
+    assert_eq!((v.entry.as_str(), v.status), ("O4", Status::Fail), "{v:#?}");
+}

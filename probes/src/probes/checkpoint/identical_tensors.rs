@@ -67,6 +67,12 @@ fn expected_static<'a>(ctx: &'a ProbeCtx, m: &'a Model) -> impl Fn(&str) -> bool
         )
     }
 }
+/// How far each trainable tensor that is expected to train moved from `a` to `b`.
+fn compare(ctx: &ProbeCtx, a: &Model, b: &Model) -> (Vec<Movement>, Vec<String>) {
+    let excluded = expected_static(ctx, b);
+    movements(a, b, |n, i| is_trainable(n, i) && !excluded(n))
+}
+
 pub(super) const IDENTICAL_TENSORS: ProbeSpec = ProbeSpec {
     id: "identical_tensors",
     entries: &["O2", "O3", "O4"],
@@ -79,12 +85,38 @@ pub(super) const IDENTICAL_TENSORS: ProbeSpec = ProbeSpec {
 pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "O2";
     let moved_rel = p!(ctx, E, "moved_rel");
-    let (a, b) = match last_two(ctx.run, E) {
+    let (mut a, mut b) = match last_two(ctx.run, E) {
         Ok(x) => x,
         Err(v) => return v,
     };
-    let excluded = expected_static(ctx, &b);
-    let (mv, errors) = movements(&a, &b, |n, i| is_trainable(n, i) && !excluded(n));
+    let (mut mv, mut errors) = compare(ctx, &a, &b);
+    // The run's final weights under a name that states no step (Ultralytics' last.pt, a
+    // final model.pt written after the last periodic save) are placed one step after the last
+    // checkpoint. When every tensor equals that checkpoint's, they are the same weights saved
+    // again, not a step whose update never landed: the pair before them is judged instead.
+    let cks = weight_ckpts(ctx.run);
+    let n = cks.len();
+    if n >= 2 && cks[n - 1].is_final && !mv.is_empty() && mv.iter().all(|m| m.rel <= moved_rel) {
+        if n < 3 {
+            return vec![Verdict::skip(
+                E,
+                format!(
+                    "the final weights ({}) equal the checkpoint of {} tensor for tensor: the same weights saved again, and no other pair of checkpoints to compare",
+                    cks[n - 1].path.display(),
+                    cks[n - 2].index_label()
+                ),
+            )];
+        }
+        match (Model::open(cks[n - 3]), Model::open(cks[n - 2])) {
+            (Ok(ma), Ok(mb)) => {
+                (a, b) = (ma, mb);
+                (mv, errors) = compare(ctx, &a, &b);
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                return vec![Verdict::skip(E, format!("cannot read a checkpoint: {e}"))]
+            }
+        }
+    }
     if mv.is_empty() {
         return vec![Verdict::skip(
             E,
