@@ -107,13 +107,17 @@ pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
                 ),
             )];
         }
-        match (Model::open(cks[n - 3]), Model::open(cks[n - 2])) {
-            (Ok(ma), Ok(mb)) => {
-                (a, b) = (ma, mb);
+        // The earlier of the two (already open) becomes the later of the pair before them.
+        match Model::open(cks[n - 3]) {
+            Ok(ma) => {
+                b = std::mem::replace(&mut a, ma);
                 (mv, errors) = compare(ctx, &a, &b);
             }
-            (Err(e), _) | (_, Err(e)) => {
-                return vec![Verdict::skip(E, format!("cannot read a checkpoint: {e}"))]
+            Err(e) => {
+                return vec![Verdict::skip(
+                    E,
+                    format!("cannot read checkpoint {}: {e}", cks[n - 3].path.display()),
+                )]
             }
         }
     }
