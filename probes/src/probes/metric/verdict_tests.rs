@@ -154,13 +154,43 @@ fn the_val_gap_is_judged_at_the_loss_scale() {
     // A gap of 1.05 on a loss of 8 is 13%: it used to fail as "overfit".
     let v = ask(val_gap, &run(8.0, 9.05), &[], p.clone());
     assert_eq!(v.status, Status::Pass, "{v:?}");
-    // Val at 6× train on a small loss runs away though the absolute gap is only 0.5.
-    let v = ask(val_gap, &run(0.1, 0.6), &[], p.clone());
+    // Val at 6× train on a small loss runs away though the absolute gap is only 0.5, once
+    // validation gets worse while training improves.
+    let rising = run_with(&[
+        (
+            "loss",
+            (1..=400).map(|t| (t, 0.3 - 0.0005 * t as f64)).collect(),
+        ),
+        (
+            "eval_loss",
+            (1..=4).map(|i| (i * 100, 0.45 + 0.05 * i as f64)).collect(),
+        ),
+    ]);
+    let v = ask(val_gap, &rising, &[], p.clone());
     assert_eq!(
         (v.status, v.outcome.as_str()),
         (Status::Fail, "overfit"),
         "{v:?}"
     );
+    // The same relative gap with validation still at its best at every eval is the
+    // generalisation gap of a small set (training loss near 0), not overfitting.
+    let falling = run_with(&[
+        (
+            "loss",
+            (1..=400).map(|t| (t, 0.3 - 0.0005 * t as f64)).collect(),
+        ),
+        (
+            "eval_loss",
+            vec![(100, 0.33), (200, 0.27), (300, 0.24), (400, 0.23)],
+        ),
+    ]);
+    let v = ask(val_gap, &falling, &[], p.clone());
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Pass, "pass"),
+        "{v:?}"
+    );
+    assert!(v.message.contains("still at its best"), "{v:?}");
     // The seed's case still fails: 1.2 above a loss of 2.
     let v = ask(val_gap, &run(2.0, 3.2), &[], p);
     assert_eq!(v.status, Status::Fail, "{v:?}");
