@@ -123,6 +123,11 @@ const USAGE_OPENINGS: &[&str] = &[
     "would be nice ",
 ];
 
+/// Abbreviations whose period ends no sentence.
+const ABBREVIATIONS: &[&str] = &[
+    "etc.", "e.g.", "i.e.", "vs.", "approx.", "fig.", "eq.", "cf.",
+];
+
 /// Asking, wherever it sits in the sentence ("I really want to know how to fine-tune
 /// Whisper", "I want to ask if there is a possibility to …").
 const ASKING: &[&str] = &[
@@ -290,7 +295,11 @@ pub(super) fn usage_question(query: &str, troubled: bool) -> bool {
         return true;
     }
     // A question also opens after a title's prefix ("YOLOv8 - How to calculate mAP", "[Q] how
-    // do I …", "Step 3: how to …").
+    // do I …", "Step 3: how to …"). An abbreviation's period ends no sentence: "(running_mean,
+    // running_var, etc.) are still being updated" is a report, not a question opening "are".
+    let lower = ABBREVIATIONS
+        .iter()
+        .fold(lower, |l, a| l.replace(a, &a[..a.len() - 1]));
     let mut starts = vec![0usize];
     starts.extend(
         lower
@@ -741,6 +750,9 @@ mod tests {
         ] {
             assert!(!usage_question(q, troubled(q)), "{q}");
         }
+        // An abbreviation's period ends no sentence.
+        let q = "However, the batchnorm statistics (running_mean, running_var, etc.) are still being updated.";
+        assert!(!usage_question(q, troubled(q)), "{q}");
         // Multi-byte punctuation ends a sentence without splitting a character.
         let q =
             "DPO training，chosen_reward和rejected_reward都是负数，而且随着 training 越来越小。";
