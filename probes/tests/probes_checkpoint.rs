@@ -1217,6 +1217,38 @@ fn moved_thresholds_are_read_from_the_playbook() {
         one_with("update_ratio", d.path(), &[], &[("fail_factor", 1.5)]).status,
         Status::Fail
     );
+    // A loss that keeps falling does not excuse it: a 100× LR improves the loss too, only less.
+    let log: String = (0..=102)
+        .map(|s| format!("{{\"step\": {s}, \"loss\": {}}}\n", 3.0 - 0.01 * s as f64))
+        .collect();
+    std::fs::write(d.path().join("log.jsonl"), log).unwrap();
+    let v = one_with("update_ratio", d.path(), &[], &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "high"),
+        "{v:#?}"
+    );
+    // Inside the run's first early_steps optimizer steps (checkpoints at steps 1 and 3) the same
+    // move is held to the failure bound only, as from the init.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 1, &[t("l1.weight", &[16, 16], a.clone())]);
+    ckpt(
+        d.path(),
+        3,
+        &[t(
+            "l1.weight",
+            &[16, 16],
+            a.iter().map(|x| x * 1.04).collect(),
+        )],
+    );
+    assert_eq!(
+        one_with("update_ratio", d.path(), &[], &[]).status,
+        Status::Pass
+    );
+    assert_eq!(
+        one_with("update_ratio", d.path(), &[], &[("early_steps", 2.0)]).status,
+        Status::Warn
+    );
     // One tensor moving 200× the median: an outlier at 100×, not at 500×.
     let d = tempfile::tempdir().unwrap();
     let names = [

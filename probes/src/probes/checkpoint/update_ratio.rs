@@ -6,7 +6,7 @@ use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
 
 use crate::probes::checkpoint::model::*;
 use crate::probes::checkpoint::optimizer_state::{
-    index_counts_optimizer_steps, optimizer_steps_between,
+    index_counts_optimizer_steps, optimizer_steps_between, saved_optimizer_step,
 };
 use crate::probes::util::*;
 
@@ -14,7 +14,14 @@ pub(super) const UPDATE_RATIO: ProbeSpec = ProbeSpec {
     id: "update_ratio",
     entries: &["O22", "O7"],
     inputs: &["checkpoint:2"],
-    params: &["target", "low", "high", "outlier_ratio", "fail_factor"],
+    params: &[
+        "target",
+        "low",
+        "high",
+        "outlier_ratio",
+        "fail_factor",
+        "early_steps",
+    ],
     outcomes: &["pass", "low", "high", "outliers", "skip"],
     run: update_ratio,
 };
@@ -44,6 +51,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "O22";
     let (target, low, high) = (p!(ctx, E, "target"), p!(ctx, E, "low"), p!(ctx, E, "high"));
     let (outlier, fail_factor) = (p!(ctx, E, "outlier_ratio"), p!(ctx, E, "fail_factor"));
+    let early_steps = p!(ctx, E, "early_steps");
     // Only checkpoints whose step is known: a per-step ratio needs the steps between them.
     let cks: Vec<_> = weight_ckpts(ctx.run)
         .into_iter()
@@ -81,6 +89,8 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         outliers: Vec<String>,
         /// The logged LR over the interval as a fraction of the run's peak (1 when unknown).
         lr_frac: f64,
+        /// The interval ends within the run's first `early_steps` optimizer steps.
+        early: bool,
     }
     let mut pairs = Vec::new();
     // Pairs whose optimizer steps cannot be counted (epoch checkpoints without a step counter).
@@ -91,6 +101,14 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
             uncounted += 1;
             continue;
         };
+        // Where the later checkpoint sits in optimizer steps: its index where that counts
+        // steps, else the optimizer's own counter saved with it.
+        let end_step = if index_counts_optimizer_steps(ctx.run, d[1]) {
+            Some(d[1].step as f64)
+        } else {
+            saved_optimizer_step(d[1])
+        };
+        let early = end_step.is_some_and(|e| e <= early_steps);
         let (mv, _) = movements(a, b, |n, i| is_trainable(n, i) && i.shape.len() >= 2);
         let rs: Vec<(String, f64)> = mv
             .iter()
@@ -116,6 +134,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
             n: rs.len(),
             outliers,
             lr_frac: lr_fraction(ctx, a.step, b.step).unwrap_or(1.0),
+            early,
         });
     }
     // Checkpoints indexed otherwise than by optimizer steps say how many steps each interval
@@ -150,7 +169,10 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         .filter(|c| is_init_ckpt(c))
         .map(|c| c.step)
         .collect();
-    let from_init = |p: &Pair| init_steps.contains(&p.a);
+    // So is an interval inside the run's first early_steps optimizer steps (checkpoints at steps
+    // 1 and 2). Later, a median tensor moving by more than `high` of its norm per step is churn
+    // whether or not the loss still improves: a 100x LR improves it too, only less.
+    let from_init = |p: &Pair| init_steps.contains(&p.a) || p.early;
     let too_high = pairs
         .iter()
         .filter(|p| {
@@ -191,23 +213,17 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     };
     let measured = pairs.iter().map(render).collect::<Vec<_>>().join("; ");
     let ev = Evidence::file(models.last().map(|m| m.path().to_path_buf()).unwrap_or_default()).steps(pairs[0].a, last.b).note("per-step range: net change / Δsteps (consistent direction) … net change / √Δsteps (random walk)");
-    // Outside the warning band but inside the failure band, the ratio is judged by its effect,
-    // as the grad norm is: larger steps while the loss keeps improving are a small model's fast
-    // regime; tiny steps once the loss has converged are a minimum.
-    use crate::probes::metric::grad_norm::{loss_converged, loss_improving};
-    let mild_high = too_high.is_some_and(|p| p.lb <= fail_factor * high) && loss_improving(ctx);
+    // Below the warning band but inside the failure band, the ratio is judged by its effect:
+    // tiny steps once the loss has converged are a minimum.
+    use crate::probes::metric::grad_norm::loss_converged;
     let mild_low = too_high.is_none()
         && too_low.is_some_and(|p| p.ub >= low_at(p) / fail_factor)
         && loss_converged(ctx);
-    let (st, out, msg) = if mild_high || mild_low {
+    let (st, out, msg) = if mild_low {
         (
             Status::Pass,
             "pass",
-            if mild_high {
-                format!("per-step ratios above {high}, but within {fail_factor}× of it and the loss keeps improving: fast learning, not churn")
-            } else {
-                format!("per-step ratios below {low}, but within {fail_factor}× of it after the loss converged to its floor: a minimum, not a stalled LR")
-            },
+            format!("per-step ratios below {low}, but within {fail_factor}× of it after the loss converged to its floor: a minimum, not a stalled LR"),
         )
     } else if let Some(p) = too_high {
         let st = if p.lb > fail_factor * high {
