@@ -1,5 +1,7 @@
 """HF Trainer runs: a tiny GPT-2 trained from scratch with Trainer (TensorBoard reporting,
-warmup + cosine, checkpoint-N folders), and a PEFT LoRA fine-tune of that model."""
+warmup + cosine, checkpoint-N folders), the same with `optim="adafactor"` (healthy, and at a
+100x learning rate: the loss overshoots, recovers and parks near ln V), and a PEFT LoRA fine-tune
+of the first."""
 import sys
 
 import torch
@@ -33,13 +35,13 @@ def args(out, lr=3e-3, steps=300, **kw):
         dataloader_num_workers=0, **kw)
 
 
-def plain(name, lr=3e-3, mask_all=False):
+def plain(name, lr=3e-3, mask_all=False, **kw):
     out = run_dir(name)
     torch.manual_seed(0)
     cfg = GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=32,
                      bos_token_id=0, eos_token_id=0)
     model = GPT2LMHeadModel(cfg)
-    tr = Trainer(model=model, args=args(out, lr), data_collator=default_data_collator,
+    tr = Trainer(model=model, args=args(out, lr, **kw), data_collator=default_data_collator,
                  train_dataset=Rows(markov(16 * 300, 32, seed=1), mask_all),
                  eval_dataset=Rows(markov(64, 32, seed=2), mask_all))
     tr.train()
@@ -66,8 +68,8 @@ def lora(name, base, freeze_all=False):
     return out
 
 
-RUNS = ["hf_healthy", "hf_lr_100x", "hf_labels_all_masked", "peft_lora_healthy",
-        "peft_lora_frozen_adapters"]
+RUNS = ["hf_healthy", "hf_lr_100x", "hf_labels_all_masked", "hf_adafactor_healthy",
+        "hf_adafactor_lr_100x", "peft_lora_healthy", "peft_lora_frozen_adapters"]
 
 if __name__ == "__main__":
     want = sys.argv[1:] or RUNS
@@ -83,6 +85,16 @@ if __name__ == "__main__":
         plain("hf_labels_all_masked", mask_all=True)
         record("hf_labels_all_masked", made, "every label -100: no token is scored",
                ["L2", "O15", "L7"])
+    if "hf_adafactor_healthy" in want:
+        plain("hf_adafactor_healthy", optim="adafactor")
+        record("hf_adafactor_healthy", made, None, [])
+    if "hf_adafactor_lr_100x" in want:
+        plain("hf_adafactor_lr_100x", lr=0.3, optim="adafactor")
+        record("hf_adafactor_lr_100x", made,
+               "optim='adafactor' at learning_rate 0.3, 100x the healthy 3e-3: the loss first climbs "
+               "from 4.2 to 5.4 (step 40), then falls back and parks at 3.9, just under ln 64 = 4.16 "
+               "(the healthy run ends at 1.6)",
+               ["S2.2", "S4.1", "O22", "S3.1", "S1.2"], {"lr_max": "0.003"})
     base = OUT / "hf_healthy" / "checkpoint-300"
     madep = versions("torch", "transformers", "peft")
     if "peft_lora_healthy" in want:

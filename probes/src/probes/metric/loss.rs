@@ -21,7 +21,7 @@ pub(super) const LOSS_TREND: ProbeSpec = ProbeSpec {
         "blowup_steps",
         "blowup_abs",
     ],
-    outcomes: &["pass", "rising", "slow", "skip"],
+    outcomes: &["pass", "rising", "slow", "overshot", "skip"],
     run: loss_trend,
 };
 
@@ -103,6 +103,11 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
     // A resumed segment (or a fine-tune) starts near its floor: only a rising loss is judged;
     // "falls too slowly" is a start-of-run rule.
     let late_start = !ctx.profile.sees_run_start();
+    // The loss rose well above where it started before it fell: the first updates overshot (an
+    // LR or warmup too aggressive) and the run recovered, mostly. A window that opens on that
+    // peak reads the recovery as learning; the rise itself is the finding. Judged on a 3-point
+    // running median, so one noisy batch is no rise.
+    let overshoot = early_overshoot(s);
     let (st, out, msg) = if vl >= ve && late_start {
         let rise = (vl - ve) / ve.abs().max(1e-12);
         if rise > min_drop {
@@ -157,7 +162,8 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
             .map(|p| p.value)
             .filter(|v| v.is_finite())
             .fold(f64::NEG_INFINITY, f64::max);
-        let overshot = first.is_some_and(|f| early_peak > 1.2 * f && early_peak - f > 0.1);
+        let overshot =
+            first.is_some_and(|f| early_peak > OVERSHOOT_REL * f && early_peak - f > OVERSHOOT_ABS);
         // An Adam-family optimizer at lr ≥ 1e-2 is far above any usual recipe (1e-5…1e-3):
         // a loss parked there is an LR too high, whatever the curve's shape.
         let adam_lr = ctx
@@ -180,6 +186,13 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
         } else {
             (Status::Warn, "slow", format!("only {:.1}% lower over the whole run: barely learning — check the actual LR (O23) and try a larger one (O7)", 100.0 * rel_drop))
         }
+    } else if let Some((from, peak, at)) = overshoot {
+        let lr = ctx
+            .facts
+            .f64("lr_max")
+            .map(|lr| format!(" (lr_max {} here)", fmt(lr)))
+            .unwrap_or_default();
+        (Status::Warn, "overshot", format!("the loss first rose to {} at step {at} from {} before it fell: the first updates overshot and the run recovered — the LR is too high or its warmup too short; lower it{lr} or lengthen the warmup, and compare the final loss with a run at a third of the LR", fmt(peak), fmt(from)))
     } else {
         (Status::Pass, "pass", "the loss falls steadily".to_string())
     };
@@ -194,6 +207,39 @@ pub fn loss_trend(ctx: &ProbeCtx) -> Vec<Verdict> {
         .value("slope_per_100", slope100)
         .value("rel_drop", rel_drop)]
 }
+/// How far above its first value the loss must climb early in the run to count as an
+/// overshoot: 20% and 0.1 (nats, or the loss's own units).
+const OVERSHOOT_REL: f64 = 1.2;
+const OVERSHOOT_ABS: f64 = 0.1;
+
+/// An early overshoot: within the first fifth of the logged points, a 3-point running median of
+/// the loss climbs above OVERSHOOT_REL × its first value (and by OVERSHOOT_ABS) and the series
+/// later falls back below that peak. Returns (start, peak, step of
+/// the peak).
+fn early_overshoot(s: &crate::metrics::Series) -> Option<(f64, f64, u64)> {
+    let pts: Vec<(u64, f64)> = s
+        .points
+        .iter()
+        .filter(|p| p.value.is_finite())
+        .map(|p| (p.step, p.value))
+        .collect();
+    if pts.len() < 15 {
+        return None;
+    }
+    let med3 = |w: &[(u64, f64)]| {
+        let mut v = [w[0].1, w[1].1, w[2].1];
+        v.sort_by(f64::total_cmp);
+        (w[1].0, v[1])
+    };
+    let smooth: Vec<(u64, f64)> = pts.windows(3).map(med3).collect();
+    let start = pts[0].1;
+    let head = &smooth[..(pts.len() / 5).max(3).min(smooth.len())];
+    let &(at, peak) = head.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let end = smooth.last()?.1;
+    (peak > OVERSHOOT_REL * start && peak - start > OVERSHOOT_ABS && end < peak)
+        .then_some((start, peak, at))
+}
+
 /// A loss that lands on exactly 0 from a value of 0.5 or more and stays there: no optimiser
 /// converges onto 0.0000 in one log interval. The loss went non-finite and was zeroed or
 /// skipped, or every target was dropped — after a divergence when the loss first climbed.

@@ -327,3 +327,35 @@ fn a_short_dpo_run_with_a_small_margin_but_high_accuracy_is_not_flat() {
         (Status::Fail, "flat_margin")
     );
 }
+
+#[test]
+fn a_loss_that_overshoots_its_start_and_recovers_is_an_lr_too_high() {
+    let p = thresholds("loss_trend");
+    // From 4.19 at step 10 up to 5.41 at step 40, then down to 3.9 by step 300 (a 100×
+    // LR under Adafactor): the window from step 50 opens on the peak and reads -25% as learning.
+    let over: Vec<(u64, f64)> = (1..=30)
+        .map(|i| {
+            let t = i * 10;
+            let v = if t <= 40 {
+                4.19 + 1.22 * (t - 10) as f64 / 30.0
+            } else {
+                3.9 + 1.5 * (-((t - 40) as f64) / 40.0).exp()
+            };
+            (t, v)
+        })
+        .collect();
+    let v = ask(loss_trend, &run_with(&[("loss", over)]), &[], p.clone());
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "overshot"),
+        "{v:?}"
+    );
+    assert!(v.message.contains("rose to"), "{v:?}");
+    // One noisy batch in the head is no rise (a 3-point running median drops it), and a loss
+    // that falls from its first value is healthy.
+    let noisy: Vec<(u64, f64)> = (1..=30)
+        .map(|i| (i * 10, if i == 3 { 6.0 } else { 4.16 - 0.08 * i as f64 }))
+        .collect();
+    let v = ask(loss_trend, &run_with(&[("loss", noisy)]), &[], p);
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+}
