@@ -1180,7 +1180,8 @@ fn moved_thresholds_are_read_from_the_playbook() {
     assert_eq!((v.status, v.outcome.as_str()), (Status::Warn, "off_center"));
 
     // update_ratio: 4% in 2 steps is per step 0.02..0.028, above high (1e-2): a warning at the
-    // default fail_factor 10, a failure at 1.5 — in the steady state. From the init (step 0)
+    // default fail_factor 10, a failure at 1.5 — in the steady state (past early_steps, 200
+    // optimizer steps). From the init (step 0)
     // the same move is held only to the failure bound: the first steps move small weights far.
     let a = randn(256, 0.05, 1);
     let d0 = tempfile::tempdir().unwrap();
@@ -1199,10 +1200,10 @@ fn moved_thresholds_are_read_from_the_playbook() {
         Status::Pass
     );
     let d = tempfile::tempdir().unwrap();
-    ckpt(d.path(), 100, &[t("l1.weight", &[16, 16], a.clone())]);
+    ckpt(d.path(), 300, &[t("l1.weight", &[16, 16], a.clone())]);
     ckpt(
         d.path(),
-        102,
+        302,
         &[t(
             "l1.weight",
             &[16, 16],
@@ -1218,8 +1219,8 @@ fn moved_thresholds_are_read_from_the_playbook() {
         Status::Fail
     );
     // A loss that keeps falling does not excuse it: a 100× LR improves the loss too, only less.
-    let log: String = (0..=102)
-        .map(|s| format!("{{\"step\": {s}, \"loss\": {}}}\n", 3.0 - 0.01 * s as f64))
+    let log: String = (0..=302)
+        .map(|s| format!("{{\"step\": {s}, \"loss\": {}}}\n", 3.0 - 0.005 * s as f64))
         .collect();
     std::fs::write(d.path().join("log.jsonl"), log).unwrap();
     let v = one_with("update_ratio", d.path(), &[], &[]);

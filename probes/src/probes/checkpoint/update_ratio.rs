@@ -170,8 +170,9 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         .map(|c| c.step)
         .collect();
     // So is an interval inside the run's first early_steps optimizer steps (checkpoints at steps
-    // 1 and 2). Later, a median tensor moving by more than `high` of its norm per step is churn
-    // whether or not the loss still improves: a 100x LR improves it too, only less.
+    // 1 and 2; a tiny model under a constant LR with no warmup, still at 1e-2 per step between
+    // steps 50 and 100). Later, a median tensor moving by more than `high` of its norm per step
+    // is churn whether or not the loss still improves: a 100x LR improves it too, only less.
     let from_init = |p: &Pair| init_steps.contains(&p.a) || p.early;
     let too_high = pairs
         .iter()
