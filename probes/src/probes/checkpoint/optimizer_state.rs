@@ -174,15 +174,17 @@ pub(crate) fn saved_optimizer_step(c: &CheckpointDir) -> Option<f64> {
 
 /// The optimizer steps from checkpoint `a` to the later `b`: the difference of their indices
 /// where those count optimizer steps, else of the step counters saved with them; `None` when
-/// neither tells (a rate per step cannot be formed).
+/// neither tells (a rate per step cannot be formed). `saved` gives a checkpoint's saved counter
+/// (`saved_optimizer_step`, or a cache of it: each read opens the optimizer file).
 pub(crate) fn optimizer_steps_between(
     run: &Run,
     a: &CheckpointDir,
     b: &CheckpointDir,
+    saved: impl Fn(&CheckpointDir) -> Option<f64>,
 ) -> Option<f64> {
     if index_counts_optimizer_steps(run, a) && index_counts_optimizer_steps(run, b) {
         return Some(b.step.saturating_sub(a.step).max(1) as f64);
     }
-    let d = saved_optimizer_step(b)? - saved_optimizer_step(a)?;
+    let d = saved(b)? - saved(a)?;
     (d >= 1.0).then_some(d)
 }

@@ -95,9 +95,18 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     let mut pairs = Vec::new();
     // Pairs whose optimizer steps cannot be counted (epoch checkpoints without a step counter).
     let mut uncounted = 0usize;
+    // Each checkpoint's saved optimizer step, read at most once (an interior checkpoint ends one
+    // pair and starts the next).
+    let saved: Vec<std::cell::OnceCell<Option<f64>>> =
+        dirs.iter().map(|_| std::cell::OnceCell::new()).collect();
+    let saved_at =
+        |c: &crate::run::CheckpointDir| match dirs.iter().position(|d| std::ptr::eq(*d, c)) {
+            Some(i) => *saved[i].get_or_init(|| saved_optimizer_step(c)),
+            None => saved_optimizer_step(c),
+        };
     for (w, d) in models.windows(2).zip(dirs.windows(2)) {
         let (a, b) = (&w[0], &w[1]);
-        let Some(k) = optimizer_steps_between(ctx.run, d[0], d[1]) else {
+        let Some(k) = optimizer_steps_between(ctx.run, d[0], d[1], saved_at) else {
             uncounted += 1;
             continue;
         };
@@ -106,7 +115,7 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
         let end_step = if index_counts_optimizer_steps(ctx.run, d[1]) {
             Some(d[1].step as f64)
         } else {
-            saved_optimizer_step(d[1])
+            saved_at(d[1])
         };
         let early = end_step.is_some_and(|e| e <= early_steps);
         let (mv, _) = movements(a, b, |n, i| is_trainable(n, i) && i.shape.len() >= 2);
