@@ -257,6 +257,22 @@ const PROBLEM_WORDS: &[&str] = &[
     "loses",
     "mistake",
     "mistakes",
+    // A change told by how sudden or how large it is ("the grad_norm suddenly becomes
+    // extremely large", "the performance of PPO varies greatly", "shorter and shorter").
+    "sudden",
+    "suddenly",
+    "extremely",
+    "drastically",
+    "dramatically",
+    "significantly",
+    "greatly",
+    "fluctuate",
+    "fluctuates",
+    "fluctuating",
+    "varies",
+    "dropping",
+    "dropped",
+    "shorter",
 ];
 
 /// Does the query hold a word of trouble: a failure word, a negation, "why", or a number (a
