@@ -123,6 +123,43 @@ const USAGE_OPENINGS: &[&str] = &[
     "would be nice ",
 ];
 
+/// Openings that after a comma start a clause, not a question: "my losses go up each epoch,
+/// which confuses me", "I trained for 3 epochs, does not help", "…, is what I expected". A
+/// question after a comma opens with a person ("…, how do I …", "…, can I …"), which
+/// [`USAGE_OPENINGS`] also lists.
+const CLAUSE_OPENINGS: &[&str] = &[
+    "can ",
+    "could ",
+    "will ",
+    "would ",
+    "does ",
+    "do ",
+    "is ",
+    "are ",
+    "what is ",
+    "what are ",
+    "what's ",
+    "which ",
+    "where ",
+    "implement ",
+    "support ",
+    "add ",
+    "adding ",
+    "integrate ",
+    "integrating ",
+    "extend ",
+    "replace ",
+    "need a ",
+    "need an ",
+    "looking for ",
+    "it would be ",
+    "would be nice ",
+    "does it ",
+    "does this ",
+    "can it ",
+    "can multiple ",
+];
+
 /// Abbreviations whose period ends no sentence.
 const ABBREVIATIONS: &[&str] = &[
     "etc.", "e.g.", "i.e.", "vs.", "approx.", "fig.", "eq.", "cf.",
@@ -316,14 +353,21 @@ pub(super) fn usage_question(query: &str, troubled: bool) -> bool {
     let lower = ABBREVIATIONS
         .iter()
         .fold(lower, |l, a| l.replace(a, &a[..a.len() - 1]));
-    let mut starts = vec![0usize];
+    // (start, opened after a comma)
+    let mut starts = vec![(0usize, false)];
     starts.extend(
         lower
-            .match_indices(['.', '?', '!', ';', '\n', ',', '？', '。', '！', ':', ']'])
-            .map(|(i, m)| i + m.len()),
+            .match_indices([
+                '.', '?', '!', ';', '\n', ',', '？', '。', '！', ':', ']', '，',
+            ])
+            .map(|(i, m)| (i + m.len(), m == "," || m == "，")),
     );
-    starts.extend(lower.match_indices(" - ").map(|(i, m)| i + m.len()));
-    starts.iter().any(|&i| {
+    starts.extend(
+        lower
+            .match_indices(" - ")
+            .map(|(i, m)| (i + m.len(), false)),
+    );
+    starts.iter().any(|&(i, after_comma)| {
         let rest = lower[i..].trim_start();
         let rest: String = rest
             .chars()
@@ -336,7 +380,9 @@ pub(super) fn usage_question(query: &str, troubled: bool) -> bool {
             })
             .collect();
         let rest = format!("{} ", rest.split_whitespace().collect::<Vec<_>>().join(" "));
-        USAGE_OPENINGS.iter().any(|o| rest.starts_with(o))
+        USAGE_OPENINGS
+            .iter()
+            .any(|o| rest.starts_with(o) && !(after_comma && CLAUSE_OPENINGS.contains(o)))
     })
 }
 
@@ -766,6 +812,12 @@ mod tests {
         ] {
             assert!(!usage_question(q, troubled(q)), "{q}");
         }
+        // After a comma a relative clause opens, not a question; a question after a comma opens
+        // with a person.
+        let q = "But my losses somehow go up each epoch, which confuses me";
+        assert!(!usage_question(q, troubled(q)), "{q}");
+        let q = "I trained the adapter for 3 epochs, can I merge it into the base model";
+        assert!(usage_question(q, false), "{q}");
         // An abbreviation's period ends no sentence.
         let q = "However, the batchnorm statistics (running_mean, running_var, etc.) are still being updated.";
         assert!(!usage_question(q, troubled(q)), "{q}");
