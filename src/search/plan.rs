@@ -172,6 +172,44 @@ pub(super) struct Plan {
     triggers: Vec<(usize, usize)>,
 }
 
+/// Class and vocabulary counts whose ln a stuck loss sits at: two to a thousand classes and the
+/// vocabularies of common tokenizers (BERT 30522, Llama-2 32000, GPT-2 50257, Llama-3 128256,
+/// Qwen 151936).
+const UNIFORM_COUNTS: &[f64] = &[
+    2.0, 10.0, 100.0, 1000.0, 30522.0, 32000.0, 50257.0, 128256.0, 151936.0,
+];
+
+/// Is `num` (a decimal as written: "2.30", "0.6931") within 1% of ln of one of
+/// [`UNIFORM_COUNTS`]? A number written with one decimal must round to it ("6.9" is ln 1000,
+/// "3.0" is nothing).
+fn uniform_loss(num: &str) -> bool {
+    let Ok(x) = num.parse::<f64>() else {
+        return false;
+    };
+    let decimals = num.split_once('.').map_or(0, |(_, d)| d.len());
+    UNIFORM_COUNTS.iter().any(|&n| {
+        let ln = n.ln();
+        (x - ln).abs() <= 0.01 * ln && (decimals >= 2 || (x - ln).abs() < 0.05)
+    })
+}
+
+/// The decimal numbers of a text ("2.30", "0.693"), not parts of versions or names ("v1.5",
+/// "3.10.2", "llama-3.1").
+fn decimals(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '=' | ':' | '~'))
+        .map(|w| w.trim_end_matches(['.', '?', '!']))
+        .filter(|w| {
+            let mut parts = w.split('.');
+            let (Some(a), Some(b), None) = (parts.next(), parts.next(), parts.next()) else {
+                return false;
+            };
+            !a.is_empty()
+                && !b.is_empty()
+                && a.chars().all(|c| c.is_ascii_digit())
+                && b.chars().all(|c| c.is_ascii_digit())
+        })
+}
+
 /// Optimal-string-alignment distance (a transposition counts as one edit), or None above `max`.
 /// Words longer than 40 characters never match.
 fn osa_within(a: &[char], b: &[char], max: usize) -> Option<usize> {
@@ -775,6 +813,20 @@ impl Lexicon {
             plan.groups.push((*g, trigger));
             plan.triggers.push((*g, k));
         }
+        // A loss that sits at ln C is a model predicting uniformly over C classes (ln 2 = 0.693,
+        // ln 10 = 2.30, ln 1000 = 6.91, ln 32000 = 10.37): the number says "chance", so the
+        // query also searches the entries that compare the loss with ln V.
+        if seq.iter().any(|w| w == "loss") {
+            for num in decimals(&lower) {
+                if uniform_loss(num) {
+                    let trigger = words(&mut an, num);
+                    if !trigger.is_empty() {
+                        plan.expansions.push((trigger, "uniform".to_string()));
+                    }
+                    break;
+                }
+            }
+        }
         for (c, d) in &self.cues {
             // A one-word cue also matches a word it starts (yolov8n, llama3.1, sdxl-turbo).
             let hit = contains_run(&ids, c)
@@ -818,6 +870,30 @@ mod tests {
 
     fn chars(s: &str) -> Vec<char> {
         s.chars().collect()
+    }
+
+    #[test]
+    fn a_loss_at_ln_c_reads_as_uniform() {
+        for n in [
+            "0.693", "0.6931", "2.30", "2.3", "6.9", "6.91", "10.37", "10.82",
+        ] {
+            assert!(uniform_loss(n), "{n}");
+        }
+        for n in ["3.0", "0.9", "2.5", "6.5", "1.0", "0.75"] {
+            assert!(!uniform_loss(n), "{n}");
+        }
+        let found: Vec<&str> =
+            decimals("loss stays at 2.30, llama-3.1 v1.5 with torch 2.1.0 (lr=0.001).").collect();
+        assert_eq!(found, ["2.30", "0.001"]);
+        let lex = Lexicon::build(&Catalog::embedded().unwrap());
+        let p = lex.plan("Loss stuck at ~6.90", false);
+        assert!(
+            p.expansions.iter().any(|(_, e)| e == "uniform"),
+            "{:?}",
+            p.expansions
+        );
+        let p = lex.plan("accuracy stuck at 6.90", false);
+        assert!(!p.expansions.iter().any(|(_, e)| e == "uniform"));
     }
 
     #[test]
