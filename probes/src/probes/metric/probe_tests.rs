@@ -218,9 +218,40 @@ fn warmup_peak_and_grad_norms() {
         g[i].1 = 300.0;
     }
     assert_eq!(
-        ask(grad_norm_spikes, &run_with(&[("grad_norm", g)]), &[], sp).outcome,
+        ask(
+            grad_norm_spikes,
+            &run_with(&[("grad_norm", g)]),
+            &[],
+            sp.clone()
+        )
+        .outcome,
         "many"
     );
+
+    // A group-relative policy gradient (GRPO, RLOO): steps with no reward spread have a norm
+    // of 0, a step where one group has spread 15× the rolling median. Four such jumps in 200
+    // steps fail an LM run; in a GRPO run only the absolute bound counts.
+    let mut g: Vec<(u64, f64)> = (1..=200)
+        .map(|t| (t, if t % 3 == 0 { 0.0 } else { 1.0 }))
+        .collect();
+    for i in [40, 80, 120, 160] {
+        g[i].1 = 15.0;
+    }
+    let heavy = run_with(&[("grad_norm", g.clone())]);
+    assert_eq!(
+        ask(grad_norm_spikes, &heavy, &[], sp.clone()).outcome,
+        "many"
+    );
+    let v = ask(grad_norm_spikes, &heavy, &["phase=grpo"], sp.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    g[100].1 = 500.0;
+    let v = ask(
+        grad_norm_spikes,
+        &run_with(&[("grad_norm", g)]),
+        &["phase=grpo"],
+        sp,
+    );
+    assert_eq!(v.outcome, "once", "{v:?}");
 }
 
 #[test]
