@@ -331,7 +331,7 @@ NOTE
   echo
   echo "## The field corpus per framework (issue 26)"
   echo
-  echo "\`check\` over tests/field (55 runs written by the frameworks' own code: scripts/field/), per"
+  echo "\`check\` over tests/field ($(python3 -c 'import json; print(len(json.load(open("tests/field/answers.json"))))') runs written by the frameworks' own code: scripts/field/), per"
   echo "framework: healthy runs clean (0 fail, 0 warn), and bugs named (first). Ultralytics, SB3,"
   echo "CleanRL-style PPO, timm, sentence-transformers and the T5 seq2seq runs are the frameworks the"
   echo "readers were not written against (before issue 26: healthy 5/7 clean, bugs 1/12 named)."
