@@ -166,11 +166,15 @@ impl Phase {
             | "cls"
             | "image_classification"
             | "sequence_classification"
-            | "token_classification" => Phase::Classification,
-            "detection" | "object_detection" | "det" => Phase::Detection,
-            "segmentation" | "semantic_segmentation" | "instance_segmentation" | "seg" => {
-                Phase::Segmentation
-            }
+            | "token_classification"
+            | "classify" => Phase::Classification,
+            // Ultralytics' task names (args.yaml `task:`) beside the others.
+            "detection" | "object_detection" | "det" | "detect" | "obb" => Phase::Detection,
+            "segmentation"
+            | "semantic_segmentation"
+            | "instance_segmentation"
+            | "seg"
+            | "segment" => Phase::Segmentation,
             "diffusion" | "text_to_image" | "t2i" => Phase::Diffusion,
             "vlm" | "vlm_stage1" | "vlm_stage2" | "multimodal" => Phase::Vlm,
             "rl" | "env_rl" | "reinforcement_learning" => Phase::Rl,

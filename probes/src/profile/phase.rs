@@ -211,6 +211,19 @@ mod tests {
     }
 
     #[test]
+    fn ultralytics_task_names_are_phases() {
+        for (task, p) in [
+            ("classify", Phase::Classification),
+            ("detect", Phase::Detection),
+            ("obb", Phase::Detection),
+            ("segment", Phase::Segmentation),
+        ] {
+            assert_eq!(Phase::parse(task), Some(p), "{task}");
+        }
+        assert_eq!(Phase::parse("pose"), None);
+    }
+
+    #[test]
     fn config_classes_name_their_phase() {
         assert_eq!(phase_of_args_class("DPOConfig"), Some(Phase::Dpo));
         assert_eq!(phase_of_args_class("GRPOConfig"), Some(Phase::Grpo));

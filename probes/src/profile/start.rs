@@ -331,6 +331,15 @@ pub(super) fn framework(run: &Run, facts: &Facts) -> Field<String> {
     if let Some(s) = by_tag(&|t| t.ends_with("(B)") || t.ends_with("(M)")) {
         return field("ultralytics", Sure::Medium, format!("series {}", s.tag));
     }
+    // Ultralytics' args.yaml names one of its tasks whatever the task (a classifier logs no
+    // "(B)" series).
+    if matches!(
+        facts.get("task"),
+        Some("detect" | "segment" | "classify" | "pose" | "obb")
+    ) && named(&|c| c == "args.yaml").is_some()
+    {
+        return field("ultralytics", Sure::Medium, fact_who(facts, "task"));
+    }
     if let Some(a) = named(&|c| c.ends_with(".pth.tar")).filter(|_| {
         run.artifacts
             .iter()

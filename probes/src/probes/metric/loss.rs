@@ -548,10 +548,12 @@ fn blowup(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict> {
                 None => String::new(),
             };
             let last = pts.last().map(|q| q.value).unwrap_or(p.value);
+            // An epoch-indexed log (Ultralytics, timm, Keras) says epochs, not steps.
+            let u = s.unit.as_str();
             return Some(
                 Verdict::new("S4.1", Status::Fail, "rising")
                     .measured(format!(
-                        "loss {} at step {} → {} at step {} (×{:.1} in {} steps); {} at the end",
+                        "loss {} at {u} {} → {} at {u} {} (×{:.1} in {} {u}s); {} at the end",
                         fmt(low.value),
                         low.step,
                         fmt(p.value),
@@ -560,9 +562,9 @@ fn blowup(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict> {
                         p.step - low.step,
                         fmt(last)
                     ))
-                    .expected(format!("no ×{factor} jump within {within} steps"))
+                    .expected(format!("no ×{factor} jump within {within} {u}s"))
                     .message(format!(
-                        "the loss diverged at step {}: it multiplied ×{:.1} within {} steps — an event, whatever comes after (a loss that recovers to a plateau has usually lost what it learned). Lower the LR{lr} or lengthen the warmup, then check the grad-norm spikes (S3.2)",
+                        "the loss diverged at {u} {}: it multiplied ×{:.1} within {} {u}s — an event, whatever comes after (a loss that recovers to a plateau has usually lost what it learned). Lower the LR{lr} or lengthen the warmup, then check the grad-norm spikes (S3.2)",
                         p.step,
                         p.value / low.value,
                         p.step - low.step

@@ -1,0 +1,93 @@
+"""Ultralytics YOLO classify runs (the task the readers were not written against: no "(B)"
+series, `train/loss` and `metrics/accuracy_top1` per epoch): a from-scratch yolov8-cls layout at
+the tiny 't' scale of ultralytics_runs.py, on a synthetic image folder (train/ and val/ with one
+folder per class: noise with a red or a blue square), trained with `YOLO(...).train()` as the
+docs show, offline, plots=False. Healthy, and SGD at lr0=1.0 (the cap check_cfg allows; 100x the
+default 0.01)."""
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="yolo_cfg_"))
+os.environ["YOLO_OFFLINE"] = "1"
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from common import OUT, record, run_dir, versions  # noqa: E402
+
+DATA_ROOT = Path(tempfile.gettempdir()) / "field_yolo_cls_data"
+
+MODEL_YAML = """\
+nc: 2
+scales:
+  t: [0.33, 0.0625, 256]
+backbone:
+  - [-1, 1, Conv, [64, 3, 2]]
+  - [-1, 1, Conv, [128, 3, 2]]
+  - [-1, 3, C2f, [128, True]]
+  - [-1, 1, Conv, [256, 3, 2]]
+  - [-1, 6, C2f, [256, True]]
+  - [-1, 1, Conv, [512, 3, 2]]
+  - [-1, 6, C2f, [512, True]]
+  - [-1, 1, Conv, [1024, 3, 2]]
+  - [-1, 3, C2f, [1024, True]]
+head:
+  - [-1, 1, Classify, [nc]]
+"""
+
+
+def make_dataset(size=32):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for split, n in [("train", 96), ("val", 32)]:
+        for c, col in enumerate([(200, 30, 30), (30, 30, 200)]):
+            d = DATA_ROOT / split / f"c{c}"
+            d.mkdir(parents=True, exist_ok=True)
+            for i in range(n // 2):
+                a = rng.integers(0, 60, (size, size, 3)).astype(np.uint8)
+                x, y = rng.integers(0, size // 2, 2)
+                a[y:y + 12, x:x + 12] = col
+                Image.fromarray(a).save(d / f"{i}.png")
+    (DATA_ROOT / "yolov8t-cls.yaml").write_text(MODEL_YAML)
+    return DATA_ROOT
+
+
+def train(name, **kw):
+    from ultralytics import YOLO, settings
+
+    settings.update({"tensorboard": False, "sync": False, "mlflow": False, "wandb": False,
+                     "comet": False, "clearml": False, "dvc": False, "raytune": False})
+    root = make_dataset()
+    run_dir(name)
+    torch.manual_seed(0)
+    model = YOLO(str(root / "yolov8t-cls.yaml"), task="classify")
+    args = dict(data=str(root), epochs=10, imgsz=32, batch=16, workers=0, device="cpu",
+                project=str(OUT), name=name, exist_ok=True, plots=False, optimizer="SGD",
+                lr0=0.01, save_period=3, seed=0, deterministic=True, amp=False, verbose=False)
+    args.update(kw)
+    model.train(**args)
+
+
+RUNS = {
+    "ultralytics_cls_healthy": (dict(), None, [], {}),
+    "ultralytics_cls_lr_100x": (
+        dict(lr0=1.0),
+        "classify task, optimizer=SGD lr0=1.0 (default 0.01; check_cfg caps lr0 at 1.0): train/loss "
+        "jumps x4.5 in the second epoch and ends near 18, val loss reaches 1e9, top-1 stays at chance",
+        ["S4.1", "O22", "S3.1", "S3.2"], {}),
+}
+
+if __name__ == "__main__":
+    made = versions("torch", "ultralytics")
+    for name, (kw, bug, accept, facts) in RUNS.items():
+        if len(sys.argv) > 1 and name not in sys.argv[1:]:
+            continue
+        train(name, **kw)
+        record(name, made, bug, accept, facts,
+               profile={"phase": "classification", "framework": "ultralytics",
+                        "resumed_at": None, "init_checkpoint": False})
