@@ -9,30 +9,10 @@ import sys
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from datasets import Dataset
 from transformers import GPT2LMHeadModel
 
-from common import OUT, markov, record, run_dir, versions
-from trl_runs import common_args, prefs, tokenizer, words
-
-
-def rloo(name, base, lr=1e-3, steps=60):
-    from trl import RLOOConfig, RLOOTrainer
-
-    out = run_dir(name)
-    rows = markov(64, 8, seed=9)
-    ds = Dataset.from_dict({"prompt": [words(r) for r in rows]})
-
-    def count_t5(completions, **kw):
-        return [c.split().count("t5") / max(1, len(c.split())) for c in completions]
-
-    args = RLOOConfig(**common_args(out, max_steps=steps, learning_rate=lr, logging_steps=2,
-                                    save_steps=steps, per_device_train_batch_size=8,
-                                    num_generations=4, max_completion_length=8, beta=0.04,
-                                    warmup_steps=5))
-    tr = RLOOTrainer(model=GPT2LMHeadModel.from_pretrained(base), reward_funcs=count_t5,
-                     args=args, train_dataset=ds, processing_class=tokenizer())
-    tr.train()
+from common import OUT, record, run_dir, versions
+from trl_runs import common_args, grpo, prefs, tokenizer
 
 
 def preference(name, base, kind, lr=5e-4, steps=200):
@@ -62,7 +42,7 @@ if __name__ == "__main__":
     made = versions("torch", "transformers", "trl")
     base = OUT / "trl_sft_healthy" / "final"
     if "trl_rloo_healthy" in want:
-        rloo("trl_rloo_healthy", base)
+        grpo("trl_rloo_healthy", base, kind="rloo")
         record("trl_rloo_healthy", made, None, [], {}, profile=truth("grpo"))
     for kind in ["orpo", "cpo"]:
         name = f"trl_{kind}_healthy"

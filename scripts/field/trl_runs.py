@@ -79,8 +79,13 @@ def dpo(name, base, lr=5e-4, steps=200):
     return out
 
 
-def grpo(name, base, lr=1e-3, steps=60):
-    from trl import GRPOConfig, GRPOTrainer
+def grpo(name, base, lr=1e-3, steps=60, kind="grpo"):
+    """GRPOTrainer, or RLOOTrainer (kind="rloo": the same group-relative setup with a
+    leave-one-out baseline; trl_more_runs.py)."""
+    if kind == "rloo":
+        from trl import RLOOConfig as GRPOConfig, RLOOTrainer as GRPOTrainer
+    else:
+        from trl import GRPOConfig, GRPOTrainer
 
     out = run_dir(name)
     rows = markov(64, 8, seed=9)

@@ -4,40 +4,23 @@ the tiny 't' scale of ultralytics_runs.py, on a synthetic image folder (train/ a
 folder per class: noise with a red or a blue square), trained with `YOLO(...).train()` as the
 docs show, offline, plots=False. Healthy, and SGD at lr0=1.0 (the cap check_cfg allows; 100x the
 default 0.01)."""
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="yolo_cfg_"))
-os.environ["YOLO_OFFLINE"] = "1"
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# ultralytics_runs sets the offline environment (YOLO_OFFLINE, a private YOLO_CONFIG_DIR, one
+# OpenMP thread) on import, before torch loads; its detect layout's backbone is the classifier's,
+# without SPPF and the DFL bins.
+from ultralytics_runs import MODEL_YAML as DETECT_YAML  # noqa: I001
+from common import OUT, record, run_dir, versions
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from common import OUT, record, run_dir, versions  # noqa: E402
-
 DATA_ROOT = Path(tempfile.gettempdir()) / "field_yolo_cls_data"
 
-MODEL_YAML = """\
-nc: 2
-scales:
-  t: [0.33, 0.0625, 256]
-backbone:
-  - [-1, 1, Conv, [64, 3, 2]]
-  - [-1, 1, Conv, [128, 3, 2]]
-  - [-1, 3, C2f, [128, True]]
-  - [-1, 1, Conv, [256, 3, 2]]
-  - [-1, 6, C2f, [256, True]]
-  - [-1, 1, Conv, [512, 3, 2]]
-  - [-1, 6, C2f, [512, True]]
-  - [-1, 1, Conv, [1024, 3, 2]]
-  - [-1, 3, C2f, [1024, True]]
-head:
-  - [-1, 1, Classify, [nc]]
-"""
+MODEL_YAML = (DETECT_YAML.split("  - [-1, 1, SPPF")[0].replace("reg_max: 4\n", "")
+              + "head:\n  - [-1, 1, Classify, [nc]]\n")
 
 
 def make_dataset(size=32):

@@ -47,7 +47,8 @@ pub(super) struct Query {
 /// named subject or a quoted error makes its match confident.
 const MAX_FOREIGN: f32 = 0.5;
 
-/// How a question about using a tool opens ("how do I merge …", "can I train on …").
+/// How a question about using a tool opens ("how do I merge …", "can I train on …"), wherever
+/// a sentence or clause starts.
 const USAGE_OPENINGS: &[&str] = &[
     "how to ",
     "how much ",
@@ -81,6 +82,19 @@ const USAGE_OPENINGS: &[&str] = &[
     "what is the expected ",
     "what should i ",
     "should i ",
+    "when should ",
+    "how does ",
+    "how do ",
+    "how can ",
+    "integration of ",
+    "please add ",
+];
+
+/// Openings of a question or request only where a sentence starts, not after a comma, where
+/// they open a clause ("my losses go up each epoch, which confuses me", "I trained for 3
+/// epochs, does not help"); a question after a comma opens with a person ([`USAGE_OPENINGS`]:
+/// "…, how do I …", "…, can I …").
+const CLAUSE_OPENINGS: &[&str] = &[
     "can multiple ",
     "can it ",
     "does it ",
@@ -100,10 +114,6 @@ const USAGE_OPENINGS: &[&str] = &[
     "what's ",
     "which ",
     "where ",
-    "when should ",
-    "how does ",
-    "how do ",
-    "how can ",
     // A request for a feature, not a report ("Implement LR scheduler", "Support gradient
     // accumulation", "Add whisper finetuning support", "Integration of FSDP2").
     "implement ",
@@ -111,41 +121,6 @@ const USAGE_OPENINGS: &[&str] = &[
     "add ",
     "adding ",
     "integrate ",
-    "integration of ",
-    "integrating ",
-    "extend ",
-    "replace ",
-    "need a ",
-    "need an ",
-    "looking for ",
-    "please add ",
-    "it would be ",
-    "would be nice ",
-];
-
-/// Openings that after a comma start a clause, not a question: "my losses go up each epoch,
-/// which confuses me", "I trained for 3 epochs, does not help", "…, is what I expected". A
-/// question after a comma opens with a person ("…, how do I …", "…, can I …"), which
-/// [`USAGE_OPENINGS`] also lists.
-const CLAUSE_OPENINGS: &[&str] = &[
-    "can ",
-    "could ",
-    "will ",
-    "would ",
-    "does ",
-    "do ",
-    "is ",
-    "are ",
-    "what is ",
-    "what are ",
-    "what's ",
-    "which ",
-    "where ",
-    "implement ",
-    "support ",
-    "add ",
-    "adding ",
-    "integrate ",
     "integrating ",
     "extend ",
     "replace ",
@@ -154,10 +129,6 @@ const CLAUSE_OPENINGS: &[&str] = &[
     "looking for ",
     "it would be ",
     "would be nice ",
-    "does it ",
-    "does this ",
-    "can it ",
-    "can multiple ",
 ];
 
 /// Abbreviations whose period ends no sentence.
@@ -380,9 +351,8 @@ pub(super) fn usage_question(query: &str, troubled: bool) -> bool {
             })
             .collect();
         let rest = format!("{} ", rest.split_whitespace().collect::<Vec<_>>().join(" "));
-        USAGE_OPENINGS
-            .iter()
-            .any(|o| rest.starts_with(o) && !(after_comma && CLAUSE_OPENINGS.contains(o)))
+        USAGE_OPENINGS.iter().any(|o| rest.starts_with(o))
+            || (!after_comma && CLAUSE_OPENINGS.iter().any(|o| rest.starts_with(o)))
     })
 }
 
