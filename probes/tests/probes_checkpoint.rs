@@ -1184,32 +1184,20 @@ fn moved_thresholds_are_read_from_the_playbook() {
     // optimizer steps). From the init (step 0)
     // the same move is held only to the failure bound: the first steps move small weights far.
     let a = randn(256, 0.05, 1);
-    let d0 = tempfile::tempdir().unwrap();
-    ckpt(d0.path(), 0, &[t("l1.weight", &[16, 16], a.clone())]);
-    ckpt(
-        d0.path(),
-        2,
-        &[t(
-            "l1.weight",
-            &[16, 16],
-            a.iter().map(|x| x * 1.04).collect(),
-        )],
-    );
+    // Two checkpoints of one 16×16 weight at steps `from` and `to`, the second 4% larger.
+    let moved = |from: u64, to: u64| {
+        let d = tempfile::tempdir().unwrap();
+        ckpt(d.path(), from, &[t("l1.weight", &[16, 16], a.clone())]);
+        let grown = a.iter().map(|x| x * 1.04).collect();
+        ckpt(d.path(), to, &[t("l1.weight", &[16, 16], grown)]);
+        d
+    };
+    let d0 = moved(0, 2);
     assert_eq!(
         one_with("update_ratio", d0.path(), &[], &[]).status,
         Status::Pass
     );
-    let d = tempfile::tempdir().unwrap();
-    ckpt(d.path(), 300, &[t("l1.weight", &[16, 16], a.clone())]);
-    ckpt(
-        d.path(),
-        302,
-        &[t(
-            "l1.weight",
-            &[16, 16],
-            a.iter().map(|x| x * 1.04).collect(),
-        )],
-    );
+    let d = moved(300, 302);
     assert_eq!(
         one_with("update_ratio", d.path(), &[], &[]).status,
         Status::Warn
@@ -1231,17 +1219,7 @@ fn moved_thresholds_are_read_from_the_playbook() {
     );
     // Inside the run's first early_steps optimizer steps (checkpoints at steps 1 and 3) the same
     // move is held to the failure bound only, as from the init.
-    let d = tempfile::tempdir().unwrap();
-    ckpt(d.path(), 1, &[t("l1.weight", &[16, 16], a.clone())]);
-    ckpt(
-        d.path(),
-        3,
-        &[t(
-            "l1.weight",
-            &[16, 16],
-            a.iter().map(|x| x * 1.04).collect(),
-        )],
-    );
+    let d = moved(1, 3);
     assert_eq!(
         one_with("update_ratio", d.path(), &[], &[]).status,
         Status::Pass

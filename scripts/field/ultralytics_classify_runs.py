@@ -11,7 +11,7 @@ from pathlib import Path
 # ultralytics_runs sets the offline environment (YOLO_OFFLINE, a private YOLO_CONFIG_DIR, one
 # OpenMP thread) on import, before torch loads; its detect layout's backbone is the classifier's,
 # without SPPF and the DFL bins.
-from ultralytics_runs import MODEL_YAML as DETECT_YAML  # noqa: I001
+from ultralytics_runs import MODEL_YAML as DETECT_YAML, integrations  # noqa: I001
 from common import OUT, record, run_dir, versions
 
 import numpy as np  # noqa: E402
@@ -41,10 +41,9 @@ def make_dataset(size=32):
 
 
 def train(name, **kw):
-    from ultralytics import YOLO, settings
+    from ultralytics import YOLO
 
-    settings.update({"tensorboard": False, "sync": False, "mlflow": False, "wandb": False,
-                     "comet": False, "clearml": False, "dvc": False, "raytune": False})
+    integrations(tensorboard=False)
     root = make_dataset()
     run_dir(name)
     torch.manual_seed(0)

@@ -96,11 +96,18 @@ def make_dataset(label_bug=None, n_train=320, n_val=32, size=64):
     return root
 
 
-def train(name, label_bug=None, **kw):
-    from ultralytics import YOLO, settings
+def integrations(tensorboard):
+    """Ultralytics' logger integrations all off, TensorBoard as asked."""
+    from ultralytics import settings
 
-    settings.update({"tensorboard": True, "sync": False, "mlflow": False, "wandb": False,
+    settings.update({"tensorboard": tensorboard, "sync": False, "mlflow": False, "wandb": False,
                      "comet": False, "clearml": False, "dvc": False, "raytune": False})
+
+
+def train(name, label_bug=None, **kw):
+    from ultralytics import YOLO
+
+    integrations(tensorboard=True)
     root = make_dataset(label_bug)
     run_dir(name)  # a clean folder; Ultralytics writes into it with exist_ok=True
     torch.manual_seed(0)

@@ -145,6 +145,15 @@ pub fn max_in_window(steps: &[u64], width: u64) -> (usize, Option<u64>) {
     (best, at)
 }
 
+/// A series' finite points as (step, value), in step order.
+pub fn finite_points(s: &Series) -> Vec<(u64, f64)> {
+    s.points
+        .iter()
+        .filter(|p| p.value.is_finite())
+        .map(|p| (p.step, p.value))
+        .collect()
+}
+
 /// A series' finite values, in step order.
 pub fn finite_values(s: &Series) -> Vec<f64> {
     s.points

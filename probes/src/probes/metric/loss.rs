@@ -217,12 +217,7 @@ const OVERSHOOT_ABS: f64 = 0.1;
 /// later falls back below that peak. Returns (start, peak, step of
 /// the peak).
 fn early_overshoot(s: &crate::metrics::Series) -> Option<(f64, f64, u64)> {
-    let pts: Vec<(u64, f64)> = s
-        .points
-        .iter()
-        .filter(|p| p.value.is_finite())
-        .map(|p| (p.step, p.value))
-        .collect();
+    let pts = finite_points(s);
     if pts.len() < 15 {
         return None;
     }
@@ -292,12 +287,7 @@ fn dropped_to_zero(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict
 /// 50-step EMA mean nothing here, so the question is whether the epoch means fall — the first
 /// third of the epochs against the last third, with at least three epochs to judge.
 fn epoch_trend(ctx: &ProbeCtx, s: &crate::metrics::Series, min_drop: f64) -> Vec<Verdict> {
-    let v: Vec<(u64, f64)> = s
-        .points
-        .iter()
-        .filter(|p| p.value.is_finite())
-        .map(|p| (p.step, p.value))
-        .collect();
+    let v = finite_points(s);
     if v.len() < 3 {
         return vec![Verdict::skip(
             "S4.1",

@@ -70,12 +70,7 @@ pub fn loss_floor(ctx: &ProbeCtx) -> Vec<Verdict> {
         Ok(s) => s,
         Err(v) => return v,
     };
-    let fin: Vec<(u64, f64)> = s
-        .points
-        .iter()
-        .filter(|p| p.value.is_finite())
-        .map(|p| (p.step, p.value))
-        .collect();
+    let fin = finite_points(s);
     if fin.is_empty() {
         return vec![Verdict::skip("O16", "no finite loss values")];
     }
