@@ -281,6 +281,22 @@ const PROBLEM_WORDS: &[&str] = &[
     "dropping",
     "dropped",
     "shorter",
+    // What is wrong with an output or a value, said as its defect ("generated images are
+    // noisy", "fp16 generates NaNs", "memory leak").
+    "nans",
+    "infs",
+    "noisy",
+    "blurry",
+    "blurred",
+    "distorted",
+    "corrupted",
+    "corrupt",
+    "garbled",
+    "nonsense",
+    "artifacts",
+    "leak",
+    "leaks",
+    "leaking",
 ];
 
 /// Does the query hold a word of trouble: a failure word, a negation, "why", or a number (a
