@@ -1537,26 +1537,39 @@ fn final_weights_saved_again_are_not_a_step_whose_update_never_landed() {
     // tensor, they are the same weights saved again: O2/O4 judge the pair before them.
     let a = randn(256, 0.05, 1);
     let b: Vec<f32> = a.iter().map(|x| x * 1.01).collect();
+    let tensors = |w: &[f32]| {
+        [
+            t("l1.weight", &[16, 16], w.to_vec()),
+            t("l1.bias", &[4], w[..4].to_vec()),
+        ]
+    };
+    // Written in another order (a byte-for-byte copy is dropped when the run is read), with a
+    // log that runs past the last save, so the final weights are placed after it.
+    let final_weights = |root: &Path| {
+        let mut last = tensors(&b);
+        last.reverse();
+        write_st(&root.join("model.safetensors"), &last);
+        let log: String = (10..=250)
+            .step_by(10)
+            .map(|s| format!("{{\"step\": {s}, \"loss\": 2.0}}\n"))
+            .collect();
+        std::fs::write(root.join("metrics.jsonl"), log).unwrap();
+    };
     let d = tempfile::tempdir().unwrap();
-    ckpt(d.path(), 100, &[t("l1.weight", &[16, 16], a.clone())]);
-    ckpt(d.path(), 200, &[t("l1.weight", &[16, 16], b.clone())]);
-    write_st(
-        &d.path().join("model.safetensors"),
-        &[t("l1.weight", &[16, 16], b.clone())],
-    );
+    ckpt(d.path(), 100, &tensors(&a));
+    ckpt(d.path(), 200, &tensors(&b));
+    final_weights(d.path());
     let v = one("identical_tensors", d.path(), &[]);
     assert_eq!(v.status, Status::Pass, "{v:#?}");
     assert!(v.measured.contains("between steps 100 and 200"), "{v:#?}");
 
     // With no other pair to compare, the probe does not judge.
     let d = tempfile::tempdir().unwrap();
-    ckpt(d.path(), 200, &[t("l1.weight", &[16, 16], b.clone())]);
-    write_st(
-        &d.path().join("model.safetensors"),
-        &[t("l1.weight", &[16, 16], b.clone())],
-    );
+    ckpt(d.path(), 200, &tensors(&b));
+    final_weights(d.path());
     let v = one("identical_tensors", d.path(), &[]);
     assert_eq!(v.status, Status::Skip, "{v:#?}");
+    assert!(v.message.contains("saved again"), "{v:#?}");
 
     // Two stepped checkpoints with the same weights are still a step without an update.
     let d = tempfile::tempdir().unwrap();
@@ -1564,4 +1577,51 @@ fn final_weights_saved_again_are_not_a_step_whose_update_never_landed() {
     ckpt(d.path(), 200, &[t("l1.weight", &[16, 16], b)]);
     let v = one("identical_tensors", d.path(), &[]);
     assert_eq!((v.entry.as_str(), v.status), ("O4", Status::Fail), "{v:#?}");
+}
+
+#[test]
+fn every_probe_of_the_last_two_checkpoints_skips_the_final_weights_saved_again() {
+    // The rule is the checkpoint pair's, not one probe's: BatchNorm layers whose weights moved
+    // between steps 100 and 200, then the same weights saved again as the final model. Judged
+    // on the final pair, every layer's weight and statistics sat still, so the layers read as
+    // frozen ("0 of 1 frozen BatchNorm layers changed"): a span with no training in it.
+    let layer = |w: f32, mean: f32| {
+        [
+            t(
+                "conv.weight",
+                &[8, 8],
+                randn(64, 0.1, 7).iter().map(|x| x * w).collect(),
+            ),
+            t("bn.weight", &[8], vec![w; 8]),
+            t("bn.bias", &[8], vec![0.1 * w; 8]),
+            t("bn.running_mean", &[8], vec![mean; 8]),
+            t("bn.running_var", &[8], vec![1.0 + mean; 8]),
+        ]
+    };
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 100, &layer(1.0, 0.1));
+    ckpt(d.path(), 200, &layer(1.05, 0.3));
+    // The same tensors written in another order: another file (a byte-for-byte copy is
+    // dropped when the run is read), as Ultralytics' stripped last.pt differs from epoch9.pt.
+    let mut last = layer(1.05, 0.3);
+    last.reverse();
+    write_st(&d.path().join("model.safetensors"), &last);
+    // The log runs past the last save, so the final weights are placed after it (as
+    // Ultralytics' last.pt is placed at the log's last epoch, after epoch9.pt).
+    let log: String = (10..=250)
+        .step_by(10)
+        .map(|s| format!("{{\"step\": {s}, \"loss\": {}}}\n", 3.0 - s as f64 / 200.0))
+        .collect();
+    std::fs::write(d.path().join("metrics.jsonl"), log).unwrap();
+    let v = one("bn_drift", d.path(), &[]);
+    eprintln!("DBG {v:#?}");
+    assert_eq!(v.status, Status::Pass, "{v:#?}");
+    assert!(v.measured.contains("all training"), "{v:#?}");
+    for (probe, facts) in [
+        ("identical_tensors", &[][..]),
+        ("frozen_drift", &["frozen=conv"][..]),
+    ] {
+        let v = one(probe, d.path(), facts);
+        assert!(v.measured.contains("100 and 200"), "{probe}: {v:#?}");
+    }
 }

@@ -85,42 +85,11 @@ pub(super) const IDENTICAL_TENSORS: ProbeSpec = ProbeSpec {
 pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "O2";
     let moved_rel = p!(ctx, E, "moved_rel");
-    let (mut a, mut b) = match last_two(ctx.run, E) {
+    let (a, b) = match last_two(ctx.run, E) {
         Ok(x) => x,
         Err(v) => return v,
     };
-    let (mut mv, mut errors) = compare(ctx, &a, &b);
-    // The run's final weights under a name that states no step (Ultralytics' last.pt, a
-    // final model.pt written after the last periodic save) are placed one step after the last
-    // checkpoint. When every tensor equals that checkpoint's, they are the same weights saved
-    // again, not a step whose update never landed: the pair before them is judged instead.
-    let cks = weight_ckpts(ctx.run);
-    let n = cks.len();
-    if n >= 2 && cks[n - 1].is_final && !mv.is_empty() && mv.iter().all(|m| m.rel <= moved_rel) {
-        if n < 3 {
-            return vec![Verdict::skip(
-                E,
-                format!(
-                    "the final weights ({}) equal the checkpoint of {} tensor for tensor: the same weights saved again, and no other pair of checkpoints to compare",
-                    cks[n - 1].path.display(),
-                    cks[n - 2].index_label()
-                ),
-            )];
-        }
-        // The earlier of the two (already open) becomes the later of the pair before them.
-        match Model::open(cks[n - 3]) {
-            Ok(ma) => {
-                b = std::mem::replace(&mut a, ma);
-                (mv, errors) = compare(ctx, &a, &b);
-            }
-            Err(e) => {
-                return vec![Verdict::skip(
-                    E,
-                    format!("cannot read checkpoint {}: {e}", cks[n - 3].path.display()),
-                )]
-            }
-        }
-    }
+    let (mv, errors) = compare(ctx, &a, &b);
     if mv.is_empty() {
         return vec![Verdict::skip(
             E,

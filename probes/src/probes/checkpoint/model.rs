@@ -435,7 +435,17 @@ pub(crate) fn weight_ckpts(run: &Run) -> Vec<&CheckpointDir> {
     out
 }
 
-/// The last two checkpoints (earlier, later), opened.
+/// Below this relative change a tensor is the same tensor: the final weights written again
+/// in the same dtype are bit-identical, and any optimizer step moves a trained tensor further.
+const SAVED_AGAIN_REL: f64 = 1.0e-7;
+
+/// The last two checkpoints (earlier, later), opened: the span of training the checkpoint
+/// probes judge. The run's final weights under a name that states no step (Ultralytics'
+/// `last.pt` / `best.pt`, a final `model.pt` written after the last periodic save) are placed
+/// one step after the last checkpoint; when every float tensor equals that checkpoint's, they
+/// are the same weights saved again and the pair spans no training at all (nothing moved,
+/// not even BatchNorm statistics), so the pair before them is the span judged. With no pair
+/// before them there is nothing to judge.
 pub(crate) fn last_two(run: &Run, entry: &str) -> Result<(Model, Model), Vec<Verdict>> {
     let cks = weight_ckpts(run);
     if cks.len() < 2 {
@@ -447,20 +457,36 @@ pub(crate) fn last_two(run: &Run, entry: &str) -> Result<(Model, Model), Vec<Ver
             ),
         )]);
     }
-    let (a, b) = (cks[cks.len() - 2], cks[cks.len() - 1]);
-    let ma = Model::open(a).map_err(|e| {
-        vec![Verdict::skip(
+    let open = |c: &CheckpointDir| {
+        Model::open(c).map_err(|e| {
+            vec![Verdict::skip(
+                entry,
+                format!("cannot read checkpoint {}: {e}", c.path.display()),
+            )]
+        })
+    };
+    let n = cks.len();
+    let (ma, mb) = (open(cks[n - 2])?, open(cks[n - 1])?);
+    if !(cks[n - 1].is_final && saved_again(&ma, &mb)) {
+        return Ok((ma, mb));
+    }
+    if n < 3 {
+        return Err(vec![Verdict::skip(
             entry,
-            format!("cannot read checkpoint {}: {e}", a.path.display()),
-        )]
-    })?;
-    let mb = Model::open(b).map_err(|e| {
-        vec![Verdict::skip(
-            entry,
-            format!("cannot read checkpoint {}: {e}", b.path.display()),
-        )]
-    })?;
-    Ok((ma, mb))
+            format!(
+                "the final weights ({}) equal the checkpoint of {} tensor for tensor: the same weights saved again, and no other pair of checkpoints to compare",
+                cks[n - 1].path.display(),
+                cks[n - 2].index_label()
+            ),
+        )]);
+    }
+    Ok((open(cks[n - 3])?, ma))
+}
+
+/// Does `b` hold exactly `a`'s float tensors (none moved past [`SAVED_AGAIN_REL`])?
+fn saved_again(a: &Model, b: &Model) -> bool {
+    let (mv, errors) = movements(a, b, |_, i| i.dtype.is_float() && i.numel() > 0);
+    errors.is_empty() && !mv.is_empty() && mv.iter().all(|m| m.rel <= SAVED_AGAIN_REL)
 }
 
 pub(crate) fn newest_model(run: &Run, entry: &str) -> Result<Model, Vec<Verdict>> {
