@@ -113,6 +113,45 @@ fn completions_growing_into_the_length_cap_warn_h5_but_a_short_cap_alone_does_no
 }
 
 #[test]
+fn completions_that_collapse_to_their_eos_fail_h5_however_the_reward_climbs() {
+    // Length 14 → 1 (the EOS alone) while the reward climbs: a reward that pays for empty answers.
+    let row = |len: f64, reward: f64, s: usize| {
+        format!("{{\"step\": {s}, \"loss\": 0.02, \"grad_norm\": 0.3, \"reward\": {reward}, \"reward_std\": 0.2, \"frac_reward_zero_std\": 0.1, \"completions/mean_length\": {len}, \"completions/clipped_ratio\": 0.0}}")
+    };
+    let collapse = grpo_run(30, |s| {
+        let len = if s < 10 { 14.0 - 1.3 * s as f64 } else { 1.05 };
+        row(len, 0.5 + 0.016 * s as f64, s)
+    });
+    let v = grpo(collapse.path());
+    assert_eq!(bad(&v), vec![("H5".to_string(), Status::Fail)], "{v:?}");
+    let h5 = v.iter().find(|x| x.entry == "H5").unwrap();
+    assert_eq!(h5.outcome, "length_collapse");
+    assert!(h5.measured.contains("reward went"), "{h5:?}");
+    // Learning to answer tersely (a word and its EOS) is not an empty answer.
+    let terse = grpo_run(30, |s| {
+        let len = if s < 10 { 14.0 - 1.2 * s as f64 } else { 2.1 };
+        row(len, 0.5 + 0.016 * s as f64, s)
+    });
+    assert!(bad(&grpo(terse.path())).is_empty());
+    // Short from the start is a setting, not a collapse.
+    let short = grpo_run(30, |s| row(1.2, 0.5, s));
+    assert!(bad(&grpo(short.path())).is_empty());
+}
+
+#[test]
+fn the_real_trl_grpo_runs_with_room_to_move_length_healthy_passes_and_brevity_collapses() {
+    let field = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/field");
+    let healthy = grpo(&field.join("trl_grpo_len32_healthy"));
+    assert!(bad(&healthy).is_empty(), "{healthy:?}");
+    let broken = grpo(&field.join("trl_grpo_length_collapse"));
+    assert_eq!(
+        bad(&broken),
+        vec![("H5".to_string(), Status::Fail)],
+        "{broken:?}"
+    );
+}
+
+#[test]
 fn the_real_trl_grpo_runs_healthy_passes_and_lr_100x_loses_its_signal() {
     let field = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/field");
     let healthy = grpo(&field.join("trl_grpo_healthy"));

@@ -79,9 +79,10 @@ def dpo(name, base, lr=5e-4, steps=200):
     return out
 
 
-def grpo(name, base, lr=1e-3, steps=60, kind="grpo"):
+def grpo(name, base, lr=1e-3, steps=60, kind="grpo", reward=None, cap=8):
     """GRPOTrainer, or RLOOTrainer (kind="rloo": the same group-relative setup with a
-    leave-one-out baseline; trl_more_runs.py)."""
+    leave-one-out baseline; trl_more_runs.py). The reward is the share of "t5" in a completion
+    unless `reward` is given; completions are cut at `cap` tokens (trl_length_runs.py: 32)."""
     if kind == "rloo":
         from trl import RLOOConfig as GRPOConfig, RLOOTrainer as GRPOTrainer
     else:
@@ -96,9 +97,9 @@ def grpo(name, base, lr=1e-3, steps=60, kind="grpo"):
 
     args = GRPOConfig(**common_args(out, max_steps=steps, learning_rate=lr, logging_steps=2,
                                     save_steps=steps, per_device_train_batch_size=8,
-                                    num_generations=4, max_completion_length=8, beta=0.04,
+                                    num_generations=4, max_completion_length=cap, beta=0.04,
                                     warmup_steps=5))
-    tr = GRPOTrainer(model=GPT2LMHeadModel.from_pretrained(base), reward_funcs=count_t5,
+    tr = GRPOTrainer(model=GPT2LMHeadModel.from_pretrained(base), reward_funcs=reward or count_t5,
                      args=args, train_dataset=ds, processing_class=tokenizer())
     tr.train()
     return out
@@ -150,8 +151,10 @@ if __name__ == "__main__":
         record("trl_grpo_healthy", made, None, [], {"phase": "grpo"})
     if "trl_grpo_lr_100x" in want:
         grpo("trl_grpo_lr_100x", sft_final, lr=1e-1)
+        # The policy saturates the reward (every completion scores 1), so no group has reward
+        # spread and the gradient dies: H3 names that, ahead of the grad-norm band it explains.
         record("trl_grpo_lr_100x", made, "learning_rate 1e-1, 100x the healthy 1e-3",
-               ["R1", "R2", "S3.1", "S3.2"], {"phase": "grpo"})
+               ["R1", "R2", "S3.1", "S3.2", "H3"], {"phase": "grpo"})
     if "trl_reward_healthy" in want:
         reward("trl_reward_healthy")
         record("trl_reward_healthy", made, None, [], {},

@@ -2,7 +2,10 @@
 //! advantages are zero for every prompt whose completions all got the same reward, so a run
 //! whose groups have zero reward spread (TRL's `frac_reward_zero_std` near 1, or `reward_std`
 //! ≈ 0) for most of its second half learns nothing (H3). Completions piling up at the length
-//! cap while their length keeps growing point at length bias or a gamed reward (H5). A loss
+//! cap while their length keeps growing point at length bias or a gamed reward (H5).
+//! Completions that collapse to their EOS token are a failed run whatever the reward says: a
+//! reward that pays for brevity, or that an empty answer earns, climbs while the answers
+//! vanish (H5). A loss
 //! of about 0 with a moving gradient is GRPO by design (H2), never a finding.
 
 use crate::metrics::Series;
@@ -29,11 +32,22 @@ pub(super) const GRPO_SIGNAL: ProbeSpec = ProbeSpec {
         "reward_std_eps",
         "clipped_ratio",
         "length_growth",
+        "collapse_ratio",
+        "collapse_tokens",
         "loss_zero_abs",
     ],
-    outcomes: &["pass", "no_signal", "length_drift", "skip"],
+    outcomes: &[
+        "pass",
+        "no_signal",
+        "length_drift",
+        "length_collapse",
+        "skip",
+    ],
     run: grpo_signal,
 };
+
+/// Share of the log, from its start, that says how long completions were to begin with.
+const COLLAPSE_HEAD_FRAC: f64 = 0.2;
 
 /// The first series the logs hold under any of `names` (TRL logs some under `train/`).
 fn series<'a>(ctx: &'a ProbeCtx, names: &[&str]) -> Option<&'a Series> {
@@ -60,6 +74,10 @@ pub fn grpo_signal(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, "H5", "clipped_ratio"),
         p!(ctx, "H5", "length_growth"),
         p!(ctx, "H2", "loss_zero_abs"),
+    );
+    let (collapse_ratio, collapse_tokens) = (
+        p!(ctx, "H5", "collapse_ratio"),
+        p!(ctx, "H5", "collapse_tokens"),
     );
     let frac = series(ctx, &["frac_reward_zero_std", "train/frac_reward_zero_std"]);
     let rstd = series(ctx, &["reward_std", "train/reward_std"]);
@@ -142,8 +160,9 @@ pub fn grpo_signal(ctx: &ProbeCtx) -> Vec<Verdict> {
             "train/completions/clipped_ratio",
         ],
     );
-    if let (Some(l), Some(c)) = (len, clip) {
-        let (lh, lt, ct) = (head_mean(l, tail), tail_mean(l, tail), tail_mean(c, tail));
+    if let Some(l) = len {
+        let (lh, lt) = (head_mean(l, tail), tail_mean(l, tail));
+        let ct = clip.and_then(|c| tail_mean(c, tail));
         if let (Some(lh), Some(lt), Some(ct)) = (lh, lt, ct) {
             if lh > 0.0 && lt >= growth * lh && ct >= clip_min {
                 out.push(
@@ -165,6 +184,42 @@ pub fn grpo_signal(ctx: &ProbeCtx) -> Vec<Verdict> {
                             l.points[l.points.len() - 1].step,
                         ))
                         .value("length_ratio", lt / lh),
+                );
+            }
+        }
+        // Length collapse: from where completions started (the first fifth of the log) to about
+        // one token, the EOS, in the judged tail: most answers are empty. The shortest real
+        // answer is a word and its EOS, so a run that learns to answer tersely stays above the
+        // bound. A reward that still climbs is no comfort: it is what pays for the empty answers.
+        if let (Some(ls), Some(lt)) = (head_mean(l, COLLAPSE_HEAD_FRAC), lt) {
+            let enough = finite_values(l).len() as f64 >= min_points;
+            if enough && ls > 0.0 && lt <= collapse_ratio * ls && lt <= collapse_tokens {
+                let reward = series(ctx, &["reward", "train/reward"])
+                    .and_then(|r| Some((head_mean(r, COLLAPSE_HEAD_FRAC)?, tail_mean(r, tail)?)));
+                out.push(
+                    Verdict::new("H5", Status::Fail, "length_collapse")
+                        .measured(format!(
+                            "mean completion length {} at the start → {} late in the run{}",
+                            fmt(ls),
+                            fmt(lt),
+                            reward.map_or(String::new(), |(a, b)| format!(
+                                ", while the reward went {} → {}",
+                                fmt(a),
+                                fmt(b)
+                            ))
+                        ))
+                        .expected(format!(
+                            "a mean above {} tokens (an answer and its EOS) or above {}× the starting length",
+                            fmt(collapse_tokens),
+                            fmt(collapse_ratio)
+                        ))
+                        .message("most completions are empty (the EOS and nothing else): the reward pays for short or empty answers (a length penalty with nothing to earn beside it, a format or safety check an empty answer passes) — read samples; make correctness the dominant reward term, drop or cap the length penalty, and make an empty completion score the minimum")
+                        .evidence(series_evidence(
+                            l,
+                            l.points[0].step,
+                            l.points[l.points.len() - 1].step,
+                        ))
+                        .value("length_ratio", lt / ls),
                 );
             }
         }
