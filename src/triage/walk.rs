@@ -75,10 +75,19 @@ pub fn run_lead(tree: &crate::catalog::TreeDef, n: &NodeDef, findings: &[Finding
     for o in &n.options {
         let (entries, probes) = below(&o.next);
         // A finding is below an option when a node there concludes or asks about its entry,
-        // or asks its probe's question (a probe can fail an entry other than the node's).
+        // or asks its probe's question (a probe can fail an entry other than the node's). In
+        // half-steps: a node about the finding's own entry is half a step nearer than one that
+        // asks the same probe about another entry (grpo_signal asks about H3 at one node and
+        // H5 at another; an H5 finding leads to the H5 node).
         let dist_of = |f: &Finding| {
-            let e = entries.iter().find(|(e, _)| *e == f.id).map(|(_, d)| *d);
-            let p = probes.iter().find(|(p, _)| *p == f.probe).map(|(_, d)| *d);
+            let e = entries
+                .iter()
+                .find(|(e, _)| *e == f.id)
+                .map(|(_, d)| 2 * *d);
+            let p = probes
+                .iter()
+                .find(|(p, _)| *p == f.probe)
+                .map(|(_, d)| 2 * *d + 1);
             e.into_iter().chain(p).min()
         };
         // Findings come root causes first: the rank of the first one below this option.
