@@ -180,6 +180,25 @@ fn a_real_ultralytics_run_groups_by_epoch_when_present() {
 }
 
 #[test]
+fn an_sb3_archive_is_parsed_once_however_many_readers_ask() {
+    // The run's checkpoints, its facts, its profile and inspect's explanation each read the
+    // archive's `data`; one parse serves them all.
+    let d = tempfile::tempdir().unwrap();
+    let z = d.path().join("rl_model_128_steps.zip");
+    std::fs::copy(data("sb3/checkpoints/rl_model_128_steps.zip"), &z).unwrap();
+    let run = Run::discover(d.path()).unwrap();
+    assert_eq!(names(&run), ["step 128 rl_model_128_steps.zip"]);
+    let facts = mltriage_probes::facts::Facts::from_args::<&str>(&[]).unwrap();
+    let _ = mltriage_probes::profile::Profile::of(&run, &facts);
+    let a = sb3::read(&z).unwrap();
+    assert_eq!(a.num_timesteps, Some(128));
+    assert_eq!(
+        mltriage_probes::tensors::memo::parse_count(sb3::MEMO_KEY, &z),
+        1
+    );
+}
+
+#[test]
 fn sb3_archives_are_weights_optimizer_and_step_in_one_file() {
     let r = Run::discover(&data("sb3")).unwrap();
     assert_eq!(

@@ -81,9 +81,18 @@ pub fn is_sb3_members<'a>(names: impl IntoIterator<Item = &'a str>) -> bool {
     policy && data
 }
 
+/// The key SB3 archive reads share in the parse memo ([`super::memo`]).
+pub const MEMO_KEY: &str = "sb3 archive";
+
 /// Reads an SB3 archive's `data` (and version). A file that is not one is a one-line error.
+/// Parsed once per file for the process: the run's checkpoints, its facts, its profile and
+/// `inspect`'s explanation all ask for the same archive.
 pub fn read(path: impl AsRef<Path>) -> Result<Sb3Archive> {
     let path = path.as_ref();
+    super::memo::read_shared(MEMO_KEY, path, || parse(path)).map(|a| (*a).clone())
+}
+
+fn parse(path: &Path) -> Result<Sb3Archive> {
     let (_file, map) = map_file(path)?;
     if !map.starts_with(b"PK\x03\x04") {
         return Err(ReadError::format(
