@@ -11,11 +11,10 @@ from pathlib import Path
 # ultralytics_runs sets the offline environment (YOLO_OFFLINE, a private YOLO_CONFIG_DIR, one
 # OpenMP thread) on import, before torch loads; its detect layout's backbone is the classifier's,
 # without SPPF and the DFL bins.
-from ultralytics_runs import MODEL_YAML as DETECT_YAML, integrations  # noqa: I001
-from common import OUT, record, run_dir, versions
+from ultralytics_runs import MODEL_YAML as DETECT_YAML, fit  # noqa: I001
+from common import record, versions
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 DATA_ROOT = Path(tempfile.gettempdir()) / "field_yolo_cls_data"
 
@@ -41,18 +40,9 @@ def make_dataset(size=32):
 
 
 def train(name, **kw):
-    from ultralytics import YOLO
-
-    integrations(tensorboard=False)
     root = make_dataset()
-    run_dir(name)
-    torch.manual_seed(0)
-    model = YOLO(str(root / "yolov8t-cls.yaml"), task="classify")
-    args = dict(data=str(root), epochs=10, imgsz=32, batch=16, workers=0, device="cpu",
-                project=str(OUT), name=name, exist_ok=True, plots=False, optimizer="SGD",
-                lr0=0.01, save_period=3, seed=0, deterministic=True, amp=False, verbose=False)
-    args.update(kw)
-    model.train(**args)
+    fit(name, root / "yolov8t-cls.yaml", tensorboard=False, task="classify",
+        **{**dict(data=str(root), epochs=10, imgsz=32, save_period=3), **kw})
 
 
 RUNS = {

@@ -104,21 +104,28 @@ def integrations(tensorboard):
                      "comet": False, "clearml": False, "dvc": False, "raytune": False})
 
 
-def train(name, label_bug=None, **kw):
+# What every Ultralytics field run shares: tiny, on CPU, deterministic, SGD at its default lr0.
+COMMON = dict(batch=16, workers=0, device="cpu", exist_ok=True, plots=False, optimizer="SGD",
+              lr0=0.01, seed=0, deterministic=True, amp=False, verbose=False)
+
+
+def fit(name, model_yaml, tensorboard, task=None, **args):
+    """Train `model_yaml` into a clean OUT/name (Ultralytics writes into it with exist_ok=True):
+    the logger integrations set, seed 0, COMMON under `args`."""
     from ultralytics import YOLO
 
-    integrations(tensorboard=True)
-    root = make_dataset(label_bug)
-    run_dir(name)  # a clean folder; Ultralytics writes into it with exist_ok=True
+    integrations(tensorboard=tensorboard)
+    run_dir(name)
     torch.manual_seed(0)
-    model = YOLO(str(root / "yolov8t.yaml"))
-    args = dict(data=str(root / "data.yaml"), epochs=30, imgsz=64, batch=16, workers=0,
-                device="cpu", project=str(OUT), name=name, exist_ok=True, plots=False,
-                optimizer="SGD", lr0=0.01, warmup_epochs=1, save_period=15, seed=0,
-                deterministic=True, amp=False, val=True, verbose=False, cache=False,
-                close_mosaic=5)
-    args.update(kw)
-    model.train(**args)
+    model = YOLO(str(model_yaml), task=task)
+    model.train(**{**COMMON, "project": str(OUT), "name": name, **args})
+
+
+def train(name, label_bug=None, **kw):
+    root = make_dataset(label_bug)
+    fit(name, root / "yolov8t.yaml", tensorboard=True,
+        **{**dict(data=str(root / "data.yaml"), epochs=30, imgsz=64, warmup_epochs=1,
+                  save_period=15, val=True, cache=False, close_mosaic=5), **kw})
     # the dataset's labels.cache lives with the dataset, not the run
 
 

@@ -202,6 +202,12 @@ pub fn series_evidence(s: &Series, a: u64, b: u64) -> Evidence {
         .note(format!("tag {}", s.tag))
 }
 
+/// Evidence pointing at a whole series, its first logged step to its last.
+pub fn whole_series_evidence(s: &Series) -> Evidence {
+    let step = |p: Option<&Point>| p.map_or(0, |p| p.step);
+    series_evidence(s, step(s.points.first()), step(s.points.last()))
+}
+
 /// Compact number formatting: 3 significant digits, scientific when tiny or huge.
 pub fn fmt(x: f64) -> String {
     if !x.is_finite() {

@@ -457,14 +457,7 @@ pub(crate) fn last_two(run: &Run, entry: &str) -> Result<(Model, Model), Vec<Ver
             ),
         )]);
     }
-    let open = |c: &CheckpointDir| {
-        Model::open(c).map_err(|e| {
-            vec![Verdict::skip(
-                entry,
-                format!("cannot read checkpoint {}: {e}", c.path.display()),
-            )]
-        })
-    };
+    let open = |c: &CheckpointDir| open_or_skip(c, entry);
     let n = cks.len();
     let (ma, mb) = (open(cks[n - 2])?, open(cks[n - 1])?);
     if !(cks[n - 1].is_final && saved_again(&ma, &mb)) {
@@ -497,6 +490,11 @@ pub(crate) fn newest_model(run: &Run, entry: &str) -> Result<Model, Vec<Verdict>
             "no checkpoint weights in the run",
         )]);
     };
+    open_or_skip(c, entry)
+}
+
+/// The checkpoint's model, or `entry`'s skip naming the file that could not be read.
+fn open_or_skip(c: &CheckpointDir, entry: &str) -> Result<Model, Vec<Verdict>> {
     Model::open(c).map_err(|e| {
         vec![Verdict::skip(
             entry,

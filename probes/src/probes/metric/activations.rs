@@ -129,9 +129,5 @@ pub fn dead_units(ctx: &ProbeCtx) -> Vec<Verdict> {
         } else {
             "units are dying: lower the LR, switch ReLU → LeakyReLU/GELU, fix large negative biases"
         })
-        .evidence(series_evidence(
-            s,
-            s.points[0].step,
-            s.points[s.points.len() - 1].step,
-        ))]
+        .evidence(whole_series_evidence(s))]
 }

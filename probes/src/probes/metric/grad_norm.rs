@@ -470,16 +470,8 @@ pub fn grad_norm_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .unwrap_or_else(|| format!("≤ ×{max_ratio}")),
         )
         .message(msg)
-        .evidence(series_evidence(
-            g,
-            g.points[0].step,
-            g.points[g.points.len() - 1].step,
-        ))
-        .evidence(series_evidence(
-            gb,
-            gb.points[0].step,
-            gb.points[gb.points.len() - 1].step,
-        ))
+        .evidence(whole_series_evidence(g))
+        .evidence(whole_series_evidence(gb))
         .value("ratio", r)]
 }
 

@@ -178,11 +178,7 @@ pub fn grpo_signal(ctx: &ProbeCtx) -> Vec<Verdict> {
                             100.0 * clip_min
                         ))
                         .message("completions keep growing until the length cap cuts them: read samples; use loss_type=\"dr_grpo\" or \"dapo\", mask_truncated_completions=True, and weight correctness above format rewards")
-                        .evidence(series_evidence(
-                            l,
-                            l.points[0].step,
-                            l.points[l.points.len() - 1].step,
-                        ))
+                        .evidence(whole_series_evidence(l))
                         .value("length_ratio", lt / lh),
                 );
             }
@@ -214,11 +210,7 @@ pub fn grpo_signal(ctx: &ProbeCtx) -> Vec<Verdict> {
                             fmt(collapse_ratio)
                         ))
                         .message("most completions are empty (the EOS and nothing else): the reward pays for short or empty answers (a length penalty with nothing to earn beside it, a format or safety check an empty answer passes) — read samples; make correctness the dominant reward term, drop or cap the length penalty, and make an empty completion score the minimum")
-                        .evidence(series_evidence(
-                            l,
-                            l.points[0].step,
-                            l.points[l.points.len() - 1].step,
-                        ))
+                        .evidence(whole_series_evidence(l))
                         .value("length_ratio", lt / ls),
                 );
             }

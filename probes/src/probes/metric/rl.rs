@@ -83,7 +83,7 @@ pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
                 fmt(hc),
                 fmt(tc)
             ))
-            .evidence(series_evidence(margins, margins.points[0].step, margins.points[margins.points.len() - 1].step))
+            .evidence(whole_series_evidence(margins))
             .value("margin_tail", mt)];
     }
     let (st, out, msg) = if flat_margin && both_fall {
@@ -178,11 +178,7 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .measured(format!("KL tail mean {} (start {})", fmt(kt), fmt(kh)))
                 .expected(format!("≤ {target} (fail above {})", target * factor))
                 .message(msg)
-                .evidence(series_evidence(
-                    k,
-                    k.points[0].step,
-                    k.points[k.points.len() - 1].step,
-                ))
+                .evidence(whole_series_evidence(k))
                 .value("kl_tail", kt),
         );
     }
@@ -215,11 +211,7 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
                     ))
                     .expected("a reward that rises from where it starts")
                     .message("the reward falls from its first value and never rises: every update makes the policy worse — check the sign of the advantage / policy loss, then the learning rate (R7)")
-                    .evidence(series_evidence(
-                        r,
-                        r.points[0].step,
-                        r.points[r.points.len() - 1].step,
-                    )),
+                    .evidence(whole_series_evidence(r)),
             );
             return out;
         }
@@ -247,11 +239,7 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
                     100.0 * drop_frac
                 ))
                 .message(msg)
-                .evidence(series_evidence(
-                    r,
-                    r.points[0].step,
-                    r.points[r.points.len() - 1].step,
-                )),
+                .evidence(whole_series_evidence(r)),
         );
     }
     out
@@ -332,11 +320,7 @@ pub fn rl_scale(ctx: &ProbeCtx) -> Vec<Verdict> {
             .measured(format!("{vname} tail mean {}; the reward climbs", fmt(vt)))
             .expected(format!("value loss ≤ {vmax}, or a reward that still climbs"))
             .message("value loss at the raw reward scale, but the policy learns: the environment's scale, not brittle PPO")
-            .evidence(series_evidence(
-                v,
-                v.points[0].step,
-                v.points[v.points.len() - 1].step,
-            ))
+            .evidence(whole_series_evidence(v))
             .value("value_loss_tail", vt)];
     }
     let (st, out, msg) = if big_value && (big_ret || ret.is_none()) {
@@ -359,10 +343,6 @@ pub fn rl_scale(ctx: &ProbeCtx) -> Vec<Verdict> {
         ))
         .expected(format!("value loss ≤ {vmax}, mean |return| ≤ {rmax}"))
         .message(msg)
-        .evidence(series_evidence(
-            v,
-            v.points[0].step,
-            v.points[v.points.len() - 1].step,
-        ))
+        .evidence(whole_series_evidence(v))
         .value("value_loss_tail", vt)]
 }
