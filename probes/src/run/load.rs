@@ -181,6 +181,10 @@ pub(super) fn load_metrics_cached(run: &Run, cached: Cached) -> Loaded {
         event_restarts.extend(r);
         per_epoch.extend(n);
     }
+    {
+        let mut refs: Vec<&mut Series> = all.iter_mut().map(|(s, _)| s).collect();
+        super::epoch_clock::epochs_by_clock(&mut refs);
+    }
     per_epoch.sort_unstable();
     per_epoch.dedup();
     if let [n] = per_epoch[..] {

@@ -15,6 +15,7 @@ use crate::metrics::MetricSet;
 use crate::names::{rank_from_name, step_from_name};
 
 mod checkpoints;
+mod epoch_clock;
 mod explain;
 mod load;
 mod pointer;

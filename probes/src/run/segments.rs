@@ -7,6 +7,8 @@
 //! The rule: a later segment B continues an earlier segment A of the same series (name and
 //! rank, different file) when B starts past the middle of A's span and ends after A does.
 //! Seeds and duplicate loggers start together; a validation series ends where training does.
+//! Both count the same thing: an epoch-indexed copy (fastai's `history.csv`, epochs 0..14) and
+//! a step-indexed one (its TensorBoard file, steps 62..930) are two views, not two segments.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +21,7 @@ pub(crate) fn continues(a: &Series, b: &Series) -> bool {
         return false;
     };
     let mid = a0.step + (a1.step - a0.step) / 2;
-    b0.step > a0.step && b0.step > mid && b1.step > a1.step
+    a.unit == b.unit && b0.step > a0.step && b0.step > mid && b1.step > a1.step
 }
 
 /// Join continuing segments: A's points before B's first step, then B's. Returns the series
@@ -146,6 +148,18 @@ mod tests {
         assert_eq!((out.len(), r.len()), (2, 0));
         // A validation-like series ending with training is no continuation.
         let (out, r) = join(vec![s("a/m.csv", 0..100), s("b/m.csv", 90..100)]);
+        assert_eq!((out.len(), r.len()), (2, 0));
+    }
+
+    #[test]
+    fn an_epoch_indexed_copy_is_no_segment_of_a_step_indexed_log() {
+        // fastai: history.csv holds epochs 0..14, its TensorBoard file the same values at the
+        // step each epoch ends (62..930): "steps" 62.. start past the epochs' span, yet nothing
+        // was resumed.
+        let mut epochs = s("run/history.csv", 0..15);
+        epochs.unit = crate::metrics::Unit::Epoch;
+        let steps = s("run/runs/x/events", 62..931);
+        let (out, r) = join(vec![epochs, steps]);
         assert_eq!((out.len(), r.len()), (2, 0));
     }
 }

@@ -1,5 +1,5 @@
 //! Text files whose names say nothing, classified by their first bytes: JSON lines of metrics
-//! (DETR's `log.txt`, a loop's `history.txt`), a CSV whose columns are training signals, a
+//! (DETR's `log.txt`, a loop's `history.txt`), a CSV whose columns are training signals (Keras's `training.log`), a
 //! run config in YAML. Only files with a text-like extension (or none) are opened, and only
 //! their first 8 KiB are read.
 
@@ -30,6 +30,9 @@ pub(super) fn text_kind(path: &Path, name: &str) -> Option<ArtifactKind> {
     if json_lines_of_metrics(text) {
         return Some(ArtifactKind::Jsonl);
     }
+    if csv_of_metrics(text) {
+        return Some(ArtifactKind::Csv);
+    }
     if matches!(ext, "yaml" | "yml") && run_config(text) {
         return Some(ArtifactKind::HParams);
     }
@@ -55,6 +58,30 @@ fn json_lines_of_metrics(text: &str) -> bool {
         (v.is_number() || v.is_string() && v.as_str().is_some_and(|s| s.parse::<f64>().is_ok()))
             && signal(&crate::metrics::canonical_name(k))
     })
+}
+
+/// The first line is a comma-separated header naming a training signal (Keras's
+/// `CSVLogger("training.log")`: `epoch,accuracy,loss,val_accuracy,val_loss`), and the line after
+/// it is a row of as many cells, each a number or empty. A CSV reader then takes it whatever its
+/// name says.
+fn csv_of_metrics(text: &str) -> bool {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let (Some(header), Some(row)) = (lines.next(), lines.next()) else {
+        return false;
+    };
+    let names: Vec<&str> = header
+        .split(',')
+        .map(|c| c.trim().trim_matches('"'))
+        .collect();
+    let cells: Vec<&str> = row.split(',').map(str::trim).collect();
+    names.len() >= 2
+        && cells.len() == names.len()
+        && cells
+            .iter()
+            .all(|c| c.is_empty() || c.parse::<f64>().is_ok())
+        && names
+            .iter()
+            .any(|n| signal(&crate::metrics::canonical_name(n)))
 }
 
 /// A meaning a training log carries.
@@ -107,6 +134,17 @@ mod tests {
             Some(ArtifactKind::Jsonl)
         );
         assert_eq!(w("notes.txt", "{\"name\": \"x\", \"count\": 3}\n"), None);
+        // Keras's CSVLogger writes where it is told, CRLF line ends.
+        assert_eq!(
+            w(
+                "training.log",
+                "epoch,accuracy,loss,val_accuracy,val_loss\r\n0,0.68,1.117,0.818,0.61\r\n"
+            ),
+            Some(ArtifactKind::Csv)
+        );
+        // A table of other things, or a log line that happens to hold commas, is not.
+        assert_eq!(w("sizes.log", "name,bytes\nmodel,1200\n"), None);
+        assert_eq!(w("train.log", "loss,lr\nepoch 1: loss 2.3, lr 0.1\n"), None);
         assert_eq!(w("readme.txt", "hello\n"), None);
         assert_eq!(
             w("cfg.yaml", "lr0: 0.01\nepochs: 3\nbatch: 16\nname: x\n"),
