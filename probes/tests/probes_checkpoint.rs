@@ -1625,3 +1625,38 @@ fn every_probe_of_the_last_two_checkpoints_skips_the_final_weights_saved_again()
         assert!(v.measured.contains("100 and 200"), "{probe}: {v:#?}");
     }
 }
+
+#[test]
+fn a_norm_gain_is_told_by_its_shape_and_statistics_not_its_name() {
+    let field = |run: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/field")
+            .join(run)
+    };
+    // DeepSpeed TinyLM: its LayerNorm is `norm.weight` (1-D, no running_mean beside it), in
+    // one decayed group with the biases: O6.
+    let v = one(
+        "decay_groups",
+        &field("deepspeed_zero2_no_decay_split"),
+        &[],
+    );
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("O6", Status::Warn, "decayed_1d"),
+        "{v:#?}"
+    );
+    assert!(v.message.contains("norm.weight"), "{}", v.message);
+    // Ignite's conv net has no normalisation layer: only biases are decayed, the classic
+    // recipe (SGD, weight_decay 5e-4 on model.parameters()).
+    let v = one("decay_groups", &field("ignite_healthy_sgd_cosine"), &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Pass, "pass"),
+        "{v:#?}"
+    );
+    assert!(
+        v.message.contains("no LayerNorm or RMSNorm"),
+        "{}",
+        v.message
+    );
+}

@@ -523,6 +523,14 @@ fn blowup(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict> {
     );
     let pts: Vec<&crate::metrics::Point> =
         s.points.iter().filter(|p| p.value.is_finite()).collect();
+    // A loss logged at every step is one batch's loss: one hard batch jumps ×3 and the next is
+    // back (S3.2's "one unusual batch"). There the jump counts when the next logged batch is up
+    // too; a loss averaged over several steps (HF's logging_steps) jumps as a whole window.
+    let per_batch = {
+        let mut gaps: Vec<u64> = s.points.windows(2).map(|w| w[1].step - w[0].step).collect();
+        gaps.sort_unstable();
+        gaps.get(gaps.len() / 2) == Some(&1)
+    };
     for (i, p) in pts.iter().enumerate() {
         let Some(low) = pts[..i]
             .iter()
@@ -532,7 +540,13 @@ fn blowup(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict> {
         else {
             continue;
         };
-        if low.value > 0.0 && p.value >= factor * low.value && p.value - low.value >= abs {
+        let up = |v: f64| v >= factor * low.value && v - low.value >= abs;
+        let held = !per_batch
+            || s.points
+                .iter()
+                .find(|q| q.step > p.step)
+                .is_none_or(|q| !q.value.is_finite() || up(q.value));
+        if low.value > 0.0 && up(p.value) && held {
             let lr = match ctx.facts.f64("lr_max") {
                 Some(lr) => format!(" (lr_max is {} here)", fmt(lr)),
                 None => String::new(),

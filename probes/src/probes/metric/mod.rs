@@ -27,6 +27,7 @@ mod signal_tests;
 pub mod systems;
 #[cfg(test)]
 mod tests;
+pub mod val_stuck;
 #[cfg(test)]
 mod verdict_tests;
 
@@ -40,6 +41,7 @@ pub const SPECS: &[ProbeSpec] = &[
     grad_norm::GRAD_NORM_SPIKES,
     loss::LOSS_TREND,
     loss::VAL_GAP,
+    val_stuck::VAL_STUCK,
     loss::LOSS_DEGENERATE,
     loss_floor::LOSS_FLOOR,
     divergence::NAN_ONSET,

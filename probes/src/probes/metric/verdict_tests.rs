@@ -359,3 +359,44 @@ fn a_loss_that_overshoots_its_start_and_recovers_is_an_lr_too_high() {
     let v = ask(loss_trend, &run_with(&[("loss", noisy)]), &[], p);
     assert_eq!(v.status, Status::Pass, "{v:?}");
 }
+
+#[test]
+fn one_hard_batch_in_a_per_batch_log_is_no_divergence() {
+    let p = thresholds("loss_trend");
+    // A loss logged at every step, falling 2.3 → 0.5 with batch noise; one batch at step 400
+    // reads 2.0 (×3.9 the lowest of the 10 before it) and the next is back at 0.5.
+    let noisy =
+        |t: u64| 2.3 * (-(t as f64) / 80.0).exp() + 0.45 + 0.1 * ((t * 7919 % 13) as f64 / 13.0);
+    let mut pts: Vec<(u64, f64)> = (1..=600).map(|t| (t, noisy(t))).collect();
+    pts[399].1 = 2.0;
+    let v = ask(
+        loss_trend,
+        &run_with(&[("loss", pts.clone())]),
+        &[],
+        p.clone(),
+    );
+    assert_ne!(v.outcome, "rising", "{v:?}");
+    // Two batches up in a row is the loss itself going up: a divergence.
+    pts[400].1 = 2.1;
+    let v = ask(
+        loss_trend,
+        &run_with(&[("loss", pts.clone())]),
+        &[],
+        p.clone(),
+    );
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "rising"),
+        "{v:?}"
+    );
+    // A loss averaged over 10 steps (one point per logging window) that jumps ×3 for one
+    // window diverged over all ten of its steps.
+    let mut avg: Vec<(u64, f64)> = (1..=60).map(|i| (i * 10, noisy(i * 10))).collect();
+    avg[40].1 = 2.4;
+    let v = ask(loss_trend, &run_with(&[("loss", avg)]), &[], p);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "rising"),
+        "{v:?}"
+    );
+}

@@ -106,24 +106,43 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
     let measured = groups_desc.join("; ");
     let ev = opt_ev(&opt, c);
     let expected = "1-D tensors (biases, norm gains) only in weight_decay = 0 groups".to_string();
-    // A BatchNorm conv net (running stats, no LayerNorm) that decays every parameter follows
-    // the classic CNN recipe; the playbook decides how loudly to say so (`batchnorm_status`).
-    let cnn = model.as_ref().is_some_and(|m| {
+    // A net without LayerNorm/RMSNorm gains that decays every parameter follows the classic
+    // recipe (torchvision's SGD + weight_decay on all tensors): its 1-D tensors are biases and
+    // BatchNorm parameters, which decay leaves as trainable as before; the gains S6.1 and O6
+    // protect are a transformer's norm gains. The playbook decides how loudly to say so
+    // (`batchnorm_status`).
+    // By meaning, not by name: a 1-D `weight` (or `scale`, `gamma`) is a normalisation gain
+    // (Linear, conv and embedding weights are ≥ 2-D); it is BatchNorm's when its module keeps
+    // a `running_mean`, a LayerNorm / RMSNorm / GroupNorm gain otherwise (`norm.weight`,
+    // `ln_f.weight`, `input_layernorm.weight`).
+    let norms = model.as_ref().map(|m| {
+        let infos: Vec<_> = m.infos().collect();
+        let stats: std::collections::HashSet<&str> = infos
+            .iter()
+            .filter_map(|(n, _)| n.strip_suffix("running_mean"))
+            .collect();
         let mut bn = false;
         let mut ln = false;
-        for (n, _) in m.infos() {
-            let l = n.to_ascii_lowercase();
-            bn |= l.ends_with("running_mean");
-            ln |= l.contains("layernorm")
-                || l.contains("layer_norm")
-                || l.contains(".ln_")
-                || l.contains(".ln1")
-                || l.contains(".ln2")
-                || l.contains("rmsnorm")
-                || l.ends_with("ln_f.weight");
+        for (n, info) in &infos {
+            let Some(module) = ["weight", "scale", "gamma"]
+                .iter()
+                .find_map(|g| n.strip_suffix(g))
+                .filter(|m| m.is_empty() || m.ends_with('.'))
+            else {
+                continue;
+            };
+            if info.shape.len() != 1 {
+                continue;
+            }
+            if stats.contains(module) {
+                bn = true;
+            } else {
+                ln = true;
+            }
         }
-        bn && !ln
+        (bn, ln)
     });
+    let cnn = norms.is_some_and(|(_, ln)| !ln);
     if !decayed_1d.is_empty() && cnn {
         let st = match ctx.params.text("batchnorm_status") {
             Ok(t) if t.eq_ignore_ascii_case("fail") => Status::Fail,
@@ -140,8 +159,10 @@ pub fn decay_groups(ctx: &ProbeCtx) -> Vec<Verdict> {
             .measured(measured)
             .expected(expected)
             .message(format!(
-                "BatchNorm conv net: {} 1-D tensors (BN gains/biases, conv biases) are decayed, as the classic CNN recipes do; excluding them (torchvision norm_weight_decay=0.0) is optional here — for a transformer's LayerNorm gains this would be flagged",
-                decayed_1d.len()
+                "{}: {} 1-D tensors ({}) are decayed, as the classic CNN recipes do; excluding them (torchvision norm_weight_decay=0.0) is optional here — for a transformer's LayerNorm gains this would be flagged",
+                if norms.is_some_and(|(bn, _)| bn) { "BatchNorm net without LayerNorm" } else { "no LayerNorm or RMSNorm in the model" },
+                decayed_1d.len(),
+                if norms.is_some_and(|(bn, _)| bn) { "BN gains and biases, layer biases" } else { "layer biases" }
             ))
             .evidence(ev)
             .value("decayed_1d", decayed_1d.len() as f64)];

@@ -1,0 +1,237 @@
+//! `val_stuck` (F12): the training loss falls while the validation loss never moves off the
+//! level training started from. What the model learns does not carry to held-out data at all:
+//! labels that do not belong to their inputs (shuffled or misaligned), an eval pipeline that
+//! feeds different inputs (V1), or train and validation drawn from different data.
+
+use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
+use crate::probes::util::*;
+
+pub(super) const VAL_STUCK: ProbeSpec = ProbeSpec {
+    id: "val_stuck",
+    entries: &["F12"],
+    inputs: &["metrics:loss", "metrics:eval_loss"],
+    params: &["learn_min", "carry_max", "start_still", "min_evals"],
+    outcomes: &["pass", "stuck", "skip"],
+    run: val_stuck,
+};
+
+/// The rule, from the training loss's starting level L0 (the median of its first few logged
+/// batches, or its first epoch's mean):
+/// - training learns: the mean of its last fifth is at least `learn_min` × L0 below L0;
+/// - by the first eval the training loss had not yet moved (within `start_still` × L0 of L0),
+///   so that eval saw the model as it started — a pretrained model learning fast in its first
+///   steps is not judged by an eval taken after them;
+/// - validation gains less than `carry_max` of what training gained: L0 − best eval ≤
+///   carry_max × (L0 − training tail).
+///
+/// Overfitting differs: validation improves first, then turns back up, so its best stands
+/// well below L0. A hard task learned slowly differs: validation follows training down.
+pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
+    const E: &str = "F12";
+    let (learn_min, carry_max, start_still, min_evals) = (
+        p!(ctx, E, "learn_min"),
+        p!(ctx, E, "carry_max"),
+        p!(ctx, E, "start_still"),
+        p!(ctx, E, "min_evals"),
+    );
+    let m = ctx.run.metrics();
+    let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
+        return vec![Verdict::skip(
+            E,
+            "needs both a training loss and an eval/val loss series",
+        )];
+    };
+    let train: Vec<(u64, f64)> = tr
+        .points
+        .iter()
+        .filter(|p| p.value.is_finite())
+        .map(|p| (p.step, p.value))
+        .collect();
+    let evals: Vec<(u64, f64)> = ev
+        .points
+        .iter()
+        .filter(|p| p.value.is_finite())
+        .map(|p| (p.step, p.value))
+        .collect();
+    if (evals.len() as f64) < min_evals || train.len() < 5 {
+        return vec![Verdict::skip(
+            E,
+            format!(
+                "{} eval point(s) and {} training point(s): too few to tell",
+                evals.len(),
+                train.len()
+            ),
+        )];
+    }
+    // The first training point must be the run's start: a log that begins mid-run (resumed)
+    // has no untrained level to measure from.
+    let starts = match tr.unit {
+        crate::metrics::Unit::Epoch => train.first().is_some_and(|p| p.0 <= 1),
+        crate::metrics::Unit::Step => {
+            ctx.profile.sees_run_start() && ctx.profile.resumed_at.value.is_none()
+        }
+    };
+    if !starts {
+        return vec![Verdict::skip(
+            E,
+            "the training log does not start at the run's start: no untrained level to measure from",
+        )];
+    }
+    // A step log's first points are single batches: their median is the untrained level. An
+    // epoch log's first point is already a mean.
+    let head_n = match tr.unit {
+        crate::metrics::Unit::Epoch => 1,
+        crate::metrics::Unit::Step => (train.len() / 20).clamp(1, 5),
+    };
+    let l0 = median(&train[..head_n].iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(f64::NAN);
+    let tail_n = (train.len() / 5).max(1);
+    let tail = train[train.len() - tail_n..]
+        .iter()
+        .map(|p| p.1)
+        .sum::<f64>()
+        / tail_n as f64;
+    let (best_step, best) = evals
+        .iter()
+        .copied()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0, f64::NAN));
+    let first_eval = evals[0].0;
+    // The training loss as the first eval saw it: its last points at or before that eval.
+    let before: Vec<f64> = train
+        .iter()
+        .rev()
+        .filter(|p| p.0 <= first_eval)
+        .take(head_n)
+        .map(|p| p.1)
+        .collect();
+    let at_first_eval = median(&before).unwrap_or(l0);
+    let ev_all = whole_series_evidence(ev);
+    let learned = l0 - tail;
+    let carried = l0 - best;
+    let measured = format!(
+        "training loss {} at the start ({} {}..{}) → {} (mean of the last {} points); validation best {} at {} {} (first {} at {} {})",
+        fmt(l0),
+        tr.unit.as_str(),
+        train[0].0,
+        train[head_n - 1].0,
+        fmt(tail),
+        tail_n,
+        fmt(best),
+        ev.unit.as_str(),
+        best_step,
+        fmt(evals[0].1),
+        ev.unit.as_str(),
+        first_eval
+    );
+    let expected = format!(
+        "validation gains more than {:.0}% of what training gains below its starting level",
+        100.0 * carry_max
+    );
+    if l0 <= 0.0 || learned < learn_min * l0 {
+        return vec![Verdict::new(E, Status::Pass, "pass")
+            .measured(measured)
+            .expected(expected)
+            .message(format!(
+                "the training loss fell by less than {:.0}% of its start: nothing learned for validation to miss (the loss trend is S4.1's)",
+                100.0 * learn_min
+            ))
+            .evidence(whole_series_evidence(tr))];
+    }
+    if (l0 - at_first_eval).abs() > start_still * l0 {
+        return vec![Verdict::new(E, Status::Pass, "pass")
+            .measured(measured)
+            .expected(expected)
+            .message("training had already moved by the first eval: that eval cannot say where validation started")
+            .evidence(ev_all)];
+    }
+    if carried <= carry_max * learned {
+        return vec![Verdict::new(E, Status::Fail, "stuck")
+            .measured(measured)
+            .expected(expected)
+            .message(format!(
+                "training fell {} below its start; validation never got more than {} below it: what the model learns does not carry to held-out data at all. Look at the data: labels that do not belong to their inputs (shuffled or misaligned, F13), an eval pipeline that normalises or decodes differently (V1), or a validation set from other data",
+                fmt(learned),
+                fmt(carried.max(0.0))
+            ))
+            .evidence(ev_all)
+            .value("carried", carried / learned)];
+    }
+    vec![Verdict::new(E, Status::Pass, "pass")
+        .measured(measured)
+        .expected(expected)
+        .message(format!(
+            "validation gained {:.0}% of what training gained: learning carries to held-out data",
+            100.0 * carried / learned
+        ))
+        .evidence(ev_all)
+        .value("carried", carried / learned)]
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::probe::Status;
+    use crate::probes::metric::tests::{ask, run_with, thresholds};
+
+    fn run(train: &[f64], eval: &[(u64, f64)]) -> Status {
+        let t: Vec<(u64, f64)> = train
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64 + 1, *v))
+            .collect();
+        let r = run_with(&[("loss", t), ("eval_loss", eval.to_vec())]);
+        ask(super::val_stuck, &r, &[], thresholds("val_stuck")).status
+    }
+
+    fn falling(n: usize, from: f64, to: f64) -> Vec<f64> {
+        (0..n)
+            .map(|i| from + (to - from) * i as f64 / (n - 1) as f64)
+            .collect()
+    }
+
+    #[test]
+    fn validation_that_never_leaves_the_start_fails_while_training_learns() {
+        // Shuffled labels: training memorises 2.30 → 1.75, validation 2.30 → 2.45.
+        let train = falling(300, 2.30, 1.75);
+        let eval: Vec<(u64, f64)> = (1..=10)
+            .map(|i| (i * 30, 2.30 + 0.015 * i as f64))
+            .collect();
+        assert_eq!(run(&train, &eval), Status::Fail);
+    }
+
+    #[test]
+    fn overfitting_slow_learning_and_a_flat_loss_pass() {
+        // Overfitting: validation falls to 1.0 first, then climbs back to 1.6.
+        let train = falling(300, 2.30, 0.2);
+        let eval: Vec<(u64, f64)> = (1..=10)
+            .map(|i| {
+                (
+                    i * 30,
+                    if i <= 3 {
+                        2.3 - 0.43 * i as f64
+                    } else {
+                        1.0 + 0.085 * (i - 3) as f64
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(run(&train, &eval), Status::Pass);
+        // A hard task learned slowly: validation follows training down.
+        let train = falling(300, 2.30, 1.9);
+        let eval: Vec<(u64, f64)> = (1..=10).map(|i| (i * 30, 2.30 - 0.03 * i as f64)).collect();
+        assert_eq!(run(&train, &eval), Status::Pass);
+        // Nothing learned at all: S4.1's question, not this one.
+        let train = vec![2.3; 300];
+        let eval: Vec<(u64, f64)> = (1..=10).map(|i| (i * 30, 2.3)).collect();
+        assert_eq!(run(&train, &eval), Status::Pass);
+    }
+
+    #[test]
+    fn a_first_eval_after_training_already_moved_cannot_judge() {
+        // A pretrained model adapting fast: training 2.5 → 1.6 within the first 30 steps, the
+        // first eval at step 100 (2.3) is the best; that is overfitting, not a data bug.
+        let mut train = falling(30, 2.5, 1.6);
+        train.extend(falling(270, 1.6, 1.2));
+        let eval: Vec<(u64, f64)> = (1..=3).map(|i| (i * 100, 2.2 + 0.1 * i as f64)).collect();
+        assert_eq!(run(&train, &eval), Status::Pass);
+    }
+}
