@@ -4,6 +4,12 @@
 //! `key value`, `key=value` or `key: value` pair on it becomes a point of series `key`
 //! (`train loss 4.1` -> `train_loss`, `lr=[0.001]` -> `lr`). Lines without a step (banners,
 //! warnings, progress bars, Python dict dumps) are skipped, and so are units (`ms`, `%`).
+//! The `MetricLogger` idiom of torchvision's references (copied by DETR, DeiT, MAE, DINO …) is
+//! read too: `Epoch: [3]  [ 20/125]  … loss: 1.44 (1.48)` is step 3 × 125 + 20 (the windowed
+//! median, not the running mean in brackets), the evaluation summaries after an epoch
+//! (`Test:  Acc@1 98.8 Acc@5 100.0`, COCO's `Average Precision (AP) @[ IoU=0.50 | area= all |
+//! maxDets=100 ] = 0.755`) are eval points at the epoch's last step, and `Loss is nan, stopping
+//! training` is a non-finite loss right after it.
 //! The log is streamed a line at a time: lines past [`crate::limits::MAX_LINE`] are skipped,
 //! at most [`MAX_BYTES`] are read, and the series are kept under the budgets of
 //! [`super::budget`] (long series thinned, distinct keys capped).
@@ -70,6 +76,8 @@ struct Parser<'a> {
     out: LogRead,
     /// `None`: no progress line yet; `Some(None)`: lines disagree on the batches per epoch.
     per_epoch: Option<Option<u64>>,
+    /// The step of the last line that named one.
+    last_step: Option<u64>,
 }
 
 impl<'a> Parser<'a> {
@@ -79,7 +87,48 @@ impl<'a> Parser<'a> {
             keep: Keeper::new(),
             out: LogRead::default(),
             per_epoch: None,
+            last_step: None,
         }
+    }
+
+    /// A line without a step that reports on the epoch just trained: an evaluation summary
+    /// (eval points at the last step) or a training loop stopping on a non-finite loss (a
+    /// `loss` point one step later). True when the line was one of these.
+    fn after_epoch(&mut self, raw: &str) -> bool {
+        let Some(last) = self.last_step else {
+            return false;
+        };
+        let t = raw.trim();
+        let lower = t.to_ascii_lowercase();
+        if let Some(v) = lower
+            .strip_prefix("loss is ")
+            .and_then(|r| r.split([',', ' ']).next())
+            .filter(|v| matches!(*v, "nan" | "inf" | "-inf"))
+        {
+            let value = if v == "nan" { f64::NAN } else { f64::INFINITY };
+            self.keep.push(
+                "loss",
+                Point {
+                    step: last + 1,
+                    value,
+                    wall_time: None,
+                },
+            );
+            return true;
+        }
+        let mut found = false;
+        for (key, value) in eval_summary(t) {
+            self.keep.push(
+                key,
+                Point {
+                    step: last,
+                    value,
+                    wall_time: None,
+                },
+            );
+            found = true;
+        }
+        found
     }
 
     fn line(&mut self, raw: &str) {
@@ -91,6 +140,7 @@ impl<'a> Parser<'a> {
         });
         let (step, mut seen_step) = match step {
             Some(s) => (s, false),
+            None if self.last_step.is_some() && self.after_epoch(raw) => return,
             // `Train: 3 [ 10/32 ( 34%)]` (timm): epoch 3, batch 10 of 32 — step 3 × 32 + 10.
             None => match epoch_batch(raw) {
                 Some((epoch_key, step, n)) => {
@@ -106,6 +156,7 @@ impl<'a> Parser<'a> {
             },
         };
         self.out.step_lines += 1;
+        self.last_step = Some(step);
         for (k, v) in pairs {
             if STEP_WORDS.contains(&k.as_str()) && !seen_step {
                 seen_step = true;
@@ -128,6 +179,7 @@ impl<'a> Parser<'a> {
             keep,
             mut out,
             per_epoch,
+            ..
         } = self;
         let mut series: Vec<Series> = keep
             .finish()
@@ -255,6 +307,46 @@ fn key_of(words: &[&str]) -> String {
     k
 }
 
+/// Evaluation summaries printed after an epoch, as (key, value): `Acc@1 98.8 Acc@5 100.0`
+/// (torchvision's classification reference, DeiT) and COCO's `Average Precision (AP) @[
+/// IoU=0.50:0.95 | area= all | maxDets=100 ] = 0.310` (the all-area, 100-detection rows).
+fn eval_summary(line: &str) -> Vec<(&'static str, f64)> {
+    let mut out = Vec::new();
+    let num = |s: &str| -> Option<f64> {
+        s.split_whitespace()
+            .next()?
+            .trim_end_matches(',')
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+    };
+    for (mark, key) in [("Acc@1", "eval_acc1"), ("Acc@5", "eval_acc5")] {
+        if let Some(v) = line.split_once(mark).and_then(|(_, r)| num(r)) {
+            out.push((key, v));
+        }
+    }
+    if let Some(rest) = line.trim_start().strip_prefix("Average Precision") {
+        let (spec, value) = match rest.rsplit_once('=') {
+            Some(x) => x,
+            None => return out,
+        };
+        let squash: String = spec.split_whitespace().collect();
+        if squash.contains("area=all") && squash.contains("maxDets=100") {
+            let key = if squash.contains("IoU=0.50:0.95") {
+                Some("bbox_map")
+            } else if squash.contains("IoU=0.50|") {
+                Some("bbox_map_50")
+            } else {
+                None
+            };
+            if let (Some(k), Some(v)) = (key, num(value)) {
+                out.push((k, v));
+            }
+        }
+    }
+    out
+}
+
 /// A progress line that states its epoch and its batch of the epoch, `Word: E [ b/N`: the
 /// word (lowercased, the key it would make) and the step `E × N + b`.
 fn epoch_batch(line: &str) -> Option<(String, u64, u64)> {
@@ -271,7 +363,16 @@ fn epoch_batch(line: &str) -> Option<(String, u64, u64)> {
         Some((v, i))
     };
     for (open, _) in line.match_indices('[') {
-        let Some((epoch, at)) = int_before(open) else {
+        // `Epoch: [3]  [ 20/125]` (torchvision's MetricLogger): the epoch in a bracket of its
+        // own before the batch's.
+        let bracketed = || -> Option<(u64, usize)> {
+            let head = line.get(..open)?.trim_end();
+            let inner = head.strip_suffix(']')?;
+            let lb = inner.rfind('[')?;
+            let v = inner.get(lb + 1..)?.trim().parse::<u64>().ok()?;
+            Some((v, lb))
+        };
+        let Some((epoch, at)) = int_before(open).or_else(bracketed) else {
             continue;
         };
         // The word naming the epoch: `Train:`, `Epoch`.
@@ -380,6 +481,36 @@ mod tests {
         assert!(get(&r, "train").is_none());
         assert_eq!(r.step_lines, 2);
         assert_eq!(r.steps_per_epoch, Some(32));
+    }
+
+    #[test]
+    fn metric_logger_lines_give_steps_evals_and_the_nan_stop() {
+        let text = "Epoch: [0]  [  0/125]  eta: 0:00:12  lr: 0.000181  loss: 2.3597 (2.3597)  loss_classifier: 1.4408 (1.4408)  time: 0.1032  data: 0.0021\n\
+            Epoch: [0]  [124/125]  eta: 0:00:00  lr: 0.020000  loss: 1.2 (1.9)  loss_classifier: 0.6 (1.0)  time: 0.08  data: 0.001\n\
+            Epoch: [0] Total time: 0:00:11 (0.0888 s / it)\n\
+            Test:  [ 0/50]  eta: 0:00:00  model_time: 0.0071 (0.0071)  time: 0.0081  data: 0.0009\n\
+            \x20Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.310\n\
+            \x20Average Precision  (AP) @[ IoU=0.50      | area=   all | maxDets=100 ] = 0.755\n\
+            \x20Average Precision  (AP) @[ IoU=0.50:0.95 | area= small | maxDets=100 ] = -1.000\n\
+            Test:  Acc@1 34.961 Acc@5 85.742\n\
+            Epoch: [1]  [ 20/125]  eta: 0:00:05  lr: 1.6  loss: 1.43 (1.48)  time: 0.08  data: 0.001\n\
+            Loss is nan, stopping training\n\
+            {'loss_classifier': tensor(nan, grad_fn=<NllLossBackward0>)}\n";
+        let r = parse(text, Path::new("train.log"));
+        let loss = get(&r, "loss").unwrap();
+        assert_eq!(loss.steps(), vec![0, 124, 145, 146]);
+        assert_eq!(
+            loss.values()[1],
+            1.2,
+            "the windowed median, not the running mean"
+        );
+        assert!(loss.values()[3].is_nan());
+        assert_eq!(r.steps_per_epoch, Some(125));
+        let map = get(&r, "bbox_map").unwrap();
+        assert_eq!((map.steps(), map.values()), (vec![124], vec![0.310]));
+        assert_eq!(get(&r, "bbox_map_50").unwrap().values(), vec![0.755]);
+        assert_eq!(get(&r, "eval_acc1").unwrap().values(), vec![34.961]);
+        assert_eq!(get(&r, "lr").unwrap().steps(), vec![0, 124, 145]);
     }
 
     #[test]

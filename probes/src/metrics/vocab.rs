@@ -53,7 +53,15 @@ const EVAL_PREFIXES: &[&str] = &[
     "test/",
     "test_",
 ];
-const TRAIN_PREFIXES: &[&str] = &["train/", "training/", "trainer/", "train_", "training_"];
+const TRAIN_PREFIXES: &[&str] = &[
+    "train/",
+    "training/",
+    "trainer/",
+    "train_",
+    "training_",
+    // The learner's update scope (Tianshou's `update/loss/mean`).
+    "update/",
+];
 
 impl Vocabulary {
     /// Rules from a YAML text with a top-level `metrics:` list.
@@ -125,6 +133,12 @@ impl Vocabulary {
             if let Some((m, r)) = t.strip_prefix(p).and_then(|b| self.lookup(b)) {
                 return Some(sided(m, r, false));
             }
+        }
+        // A distribution's summary logged as `<metric>/mean` (Tianshou's
+        // `training/returns_stat/mean`, `update/vf_loss/mean`): the mean stands for the metric;
+        // its `/std`, `/max`, `/min` siblings keep their own names.
+        if let Some(base) = t.strip_suffix("/mean").filter(|b| !b.is_empty()) {
+            return self.canonical(base);
         }
         None
     }
@@ -285,6 +299,10 @@ mod tests {
             ("train/value_loss", "value_loss"),
             ("charts/learning_rate", "learning_rate"),
             ("eval_top1", "eval_accuracy"),
+            ("update/vf_loss/mean", "value_loss"),
+            ("training/returns_stat/mean", "reward"),
+            ("test/returns_stat/mean", "eval_reward"),
+            ("training/returns_stat/std", "training/returns_stat/std"),
             ("lr-AdamW/pg1", "learning_rate/pg1"),
             ("lr-AdamW", "learning_rate"),
             ("grad_2.0_norm_total", "grad_norm"),

@@ -195,6 +195,18 @@ pub fn peak_rss_mb() -> f64 {
         / 1024.0
 }
 
+/// The entry a loss or weights gone non-finite mid-run points to: L6 (the softmax normaliser's
+/// drift, z-loss) for a language model's run or one of unknown kind; F22 (look at the steps that
+/// led up to it) for a classifier, detector, segmenter, diffusion model or an RL agent, where
+/// an LM's logit drift is not the story.
+pub fn nonfinite_entry(profile: &crate::profile::Profile) -> &'static str {
+    use crate::profile::Phase as P;
+    match profile.phase.value {
+        P::Classification | P::Detection | P::Segmentation | P::Diffusion | P::Rl => "F22",
+        _ => "L6",
+    }
+}
+
 /// Evidence pointing at a series and a step range.
 pub fn series_evidence(s: &Series, a: u64, b: u64) -> Evidence {
     Evidence::file(s.source.clone())

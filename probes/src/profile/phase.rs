@@ -181,6 +181,24 @@ pub(super) fn phase(run: &Run, facts: &Facts) -> Field<Phase> {
     if facts.get("num_classes").is_some() && facts.get("vocab_size").is_none() {
         return Field::new(Phase::Classification, Sure::Medium, "a number of classes");
     }
+    // A top-5 accuracy exists only for a classifier over many classes (torchvision's
+    // references, timm, DeiT log `acc5` / `top5`); a language model logs token accuracy.
+    if facts.get("vocab_size").is_none() {
+        if let Some(s) = m.series.iter().find(|s| {
+            let t = s.tag.to_ascii_lowercase();
+            let leaf = t.rsplit(['/', '.']).next().unwrap_or(&t);
+            matches!(
+                leaf,
+                "acc5" | "top5" | "acc_top5" | "top5_acc" | "eval_acc5" | "val_acc5"
+            )
+        }) {
+            return Field::new(
+                Phase::Classification,
+                Sure::Medium,
+                format!("series {} (a top-5 accuracy)", s.tag),
+            );
+        }
+    }
     Field::unknown(Phase::Unknown)
 }
 

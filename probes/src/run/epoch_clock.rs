@@ -1,14 +1,17 @@
 //! Series a TensorBoard file indexes by epoch beside others it indexes by step, told apart by
 //! the clock. Ignite's evaluator handlers log `validation/loss` at step = the trainer's epoch
 //! (`global_step_from_engine`), a hand-written loop calls `add_scalar("val/loss", v, epoch)`,
-//! while the batch loss and the LR in the same file count iterations. Read as steps, the
-//! epoch points sit at the run's first steps and are compared with the first iterations.
+//! while the batch loss and the LR in the same file count iterations; Tianshou logs its
+//! `update/*` losses at the update count beside `training/*` at the env step. Read as steps,
+//! those points sit at the run's first steps and are compared with the first iterations.
 //!
-//! The rule: in one source, a series whose every point was written when the longest series of
-//! that source had reached step e·k (e = the point's index counted from 1, k ≥ 2 the same for
-//! every point, within one logging interval of the longest series) counts epochs of k steps;
-//! its points move to the step each epoch ends. A series written at its own steps (HF's eval
-//! every 500 steps, a debug metric logged for the first steps only) maps to k = 1 and stays.
+//! The rule: in one source, a series indexed 1..E (or 0..E−1) whose every point was written
+//! while the longest series of that source stood inside block e of k steps ((e − 1)·k to e·k,
+//! e = the point's index counted from 1, k ≥ 2 the same for every point), each at the same
+//! place in its block (within one logging interval of the longest series), counts blocks of k
+//! steps; its points move to that place on the step axis (an epoch's evaluation to the step
+//! the epoch ends). A series written at its own steps (HF's eval every 500 steps, a debug
+//! metric logged for the first steps only) fits no k ≥ 2 and stays.
 
 use crate::metrics::{Series, Unit};
 
@@ -24,13 +27,18 @@ pub(super) fn epochs_by_clock(series: &mut [&mut Series]) {
         let Some(clock) = longest(series, &src) else {
             continue;
         };
+        let end = clock.steps.last().copied().unwrap_or(0);
         for s in series.iter_mut().filter(|s| {
-            s.source == src && s.unit == Unit::Step && s.len() >= 2 && s.len() < clock.steps.len()
+            s.source == src
+                && s.unit == Unit::Step
+                && s.len() >= 2
+                && s.last().is_some_and(|p| p.step.saturating_mul(2) <= end)
         }) {
-            if let Some(k) = steps_per_epoch(s, &clock) {
+            if let Some((k, phase)) = steps_per_epoch(s, &clock) {
                 let from_zero = s.first().is_some_and(|p| p.step == 0);
                 for p in &mut s.points {
-                    p.step = (p.step + u64::from(from_zero)).saturating_mul(k);
+                    let e = p.step + u64::from(from_zero);
+                    p.step = (e - 1).saturating_mul(k).saturating_add(phase);
                 }
             }
         }
@@ -72,33 +80,67 @@ fn longest(series: &[&mut Series], src: &std::path::Path) -> Option<Clock> {
     })
 }
 
-/// k when every point of `s` was written as the clock reached step e·k (see the module doc).
-fn steps_per_epoch(s: &Series, clock: &Clock) -> Option<u64> {
+/// Where the points of `s` belong on the clock, when they count blocks of k steps (see the
+/// module doc): `(k, phase)`, point e (counted from 1) sitting at step (e − 1)·k + phase.
+/// Each point was written while the clock stood at m, somewhere in its block: (e − 1)·k ≤ m
+/// ≤ e·k, give or take one logging interval of the clock. Every point must sit at the same
+/// place in its block (Ignite's evaluation right after a block's last iteration, Tianshou's
+/// update right before its block's collection), within one interval.
+fn steps_per_epoch(s: &Series, clock: &Clock) -> Option<(u64, u64)> {
     let from_zero = s.first().is_some_and(|p| p.step == 0);
     // Consecutive epochs 1..E (or 0..E−1): anything else indexes something else.
     if s.points.windows(2).any(|w| w[1].step != w[0].step + 1) {
         return None;
     }
-    let reached = |t: f64| -> Option<u64> {
+    // The clock's step when `t` was written (0 before its first point).
+    let reached = |t: f64| -> u64 {
         let i = clock.times.partition_point(|x| *x <= t);
-        clock.steps.get(i.checked_sub(1)?).copied()
+        i.checked_sub(1)
+            .and_then(|i| clock.steps.get(i))
+            .copied()
+            .unwrap_or(0)
     };
     let mapped: Vec<(u64, u64)> = s
         .points
         .iter()
-        .map(|p| Some((p.step + u64::from(from_zero), reached(p.wall_time?)?)))
+        .map(|p| Some((p.step + u64::from(from_zero), reached(p.wall_time?))))
         .collect::<Option<_>>()?;
-    let &(e_last, m_last) = mapped.last()?;
-    if e_last == 0 {
+    let gap = clock.interval as f64;
+    let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
+    for &(e, m) in &mapped {
+        if e == 0 {
+            return None;
+        }
+        lo = lo.max((m as f64 - gap) / e as f64);
+        if e >= 2 {
+            hi = hi.min((m as f64 + gap) / (e - 1) as f64);
+        }
+    }
+    // The clock's own interval when it fits (Tianshou: one collection of 1000 env steps per
+    // update), else the smallest whole k the points allow.
+    let k = if (lo..=hi).contains(&gap) && clock.interval >= 2 {
+        clock.interval
+    } else {
+        lo.max(0.0).ceil() as u64
+    };
+    if k < 2 || k as f64 > hi {
         return None;
     }
-    let k = (m_last as f64 / e_last as f64).round() as u64;
-    let tol = clock.interval + 1;
-    (k >= 2
-        && mapped
-            .iter()
-            .all(|&(e, m)| e * k <= m + tol && m <= e * k + tol))
-    .then_some(k)
+    let phases: Vec<i64> = mapped
+        .iter()
+        .map(|&(e, m)| m as i64 - ((e - 1) * k) as i64)
+        .collect();
+    let (min, max) = (phases.iter().min()?, phases.iter().max()?);
+    if max - min > clock.interval as i64 + 1
+        || *min < -(gap as i64)
+        || *max > (k + clock.interval) as i64
+    {
+        return None;
+    }
+    let mut sorted = phases.clone();
+    sorted.sort_unstable();
+    let phase = sorted[sorted.len() / 2].clamp(0, k as i64) as u64;
+    Some((k, phase))
 }
 
 #[cfg(test)]
@@ -154,6 +196,28 @@ mod tests {
         let mut all = vec![clock, val];
         by_clock(&mut all);
         assert_eq!(all[1].steps(), (1..=12).map(|e| e * 63).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn updates_written_before_each_collection_sit_at_its_start() {
+        // Tianshou: env steps logged every 1000 (one collection), the update count 1..75
+        // written just before each collection's stats.
+        let clock = series(
+            "training/returns",
+            &(1..=75)
+                .map(|i| (i * 1000, i as f64 + 0.1))
+                .collect::<Vec<_>>(),
+        );
+        let upd = series(
+            "update/loss/mean",
+            &(1..=75).map(|i| (i, i as f64)).collect::<Vec<_>>(),
+        );
+        let mut all = vec![clock, upd];
+        by_clock(&mut all);
+        assert_eq!(
+            all[1].steps(),
+            (0..75).map(|i| i * 1000).collect::<Vec<_>>()
+        );
     }
 
     #[test]

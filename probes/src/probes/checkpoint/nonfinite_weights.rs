@@ -36,7 +36,7 @@ fn nonfinite_in(
 }
 pub(super) const NONFINITE_WEIGHTS: ProbeSpec = ProbeSpec {
     id: "nonfinite_weights",
-    entries: &["L6", "O11"],
+    entries: &["L6", "O11", "F22"],
     inputs: &["checkpoint", "optimizer", "metrics:grad_norm"],
     params: &["max_nonfinite"],
     outcomes: &["pass", "nonfinite", "fused", "skip"],
@@ -138,10 +138,16 @@ pub fn nonfinite_weights(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .expected(format!("≤ {max_bad} non-finite values"))
                 .value("nonfinite", total as f64)];
         }
-        let mut v = Verdict::new(E, Status::Fail, "nonfinite")
+        let entry = crate::probes::util::nonfinite_entry(ctx.profile);
+        let remedy = if entry == "L6" {
+            "resume from an earlier checkpoint with a lower LR, gradient clipping, bf16 instead of fp16, or z-loss on the logits"
+        } else {
+            "look at the steps before it (the loss, the grad norm and the LR there: nan_onset), then resume from an earlier checkpoint with a lower LR or gradient clipping"
+        };
+        let mut v = Verdict::new(entry, Status::Fail, "nonfinite")
             .measured(format!("{total} non-finite values in {} tensor(s)", bad.len()))
             .message(format!(
-                "the weights hold NaN/Inf: {}{} — training diverged (loss spike → overflow); resume from an earlier checkpoint with a lower LR, gradient clipping, bf16 instead of fp16, or z-loss on the logits",
+                "the weights hold NaN/Inf: {}{} — training diverged (loss spike → overflow); {remedy}",
                 list_some(&names, 4),
                 first_bad.map(|s| format!("; first seen at step {s}")).unwrap_or_default()
             ));

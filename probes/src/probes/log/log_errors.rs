@@ -12,7 +12,7 @@ pub(crate) const LOG_ERRORS: ProbeSpec = ProbeSpec {
     id: "log_errors",
     entries: &[
         "L8", "M1", "M3", "M5", "M6", "D1", "D2", "D4", "D5", "T1", "T3", "P2", "P3", "P4", "U1",
-        "U2", "L10", "H1", "N1", "N2", "N3", "W1", "Q1",
+        "U2", "L10", "H1", "N1", "N2", "N3", "W1", "Q1", "V3",
     ],
     inputs: &["log"],
     // The entry keys hold each entry's error strings (data in playbook/probes.yaml).
@@ -42,11 +42,12 @@ pub(crate) const LOG_ERRORS: ProbeSpec = ProbeSpec {
         "N3",
         "W1",
         "Q1",
+        "V3",
     ],
     // The outcome is the entry whose error the log ends in (trees branch on it).
     outcomes: &[
         "pass", "L8", "M1", "M3", "M5", "M6", "D1", "D2", "D4", "D5", "T1", "T3", "P2", "P3", "P4",
-        "U1", "U2", "L10", "H1", "N1", "N2", "N3", "W1", "Q1", "skip",
+        "U1", "U2", "L10", "H1", "N1", "N2", "N3", "W1", "Q1", "V3", "skip",
     ],
     run: log_errors,
 };

@@ -460,7 +460,7 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
 }
 pub(super) const LOSS_DEGENERATE: ProbeSpec = ProbeSpec {
     id: "loss_degenerate",
-    entries: &["L2", "O15", "F25", "V5", "L6"],
+    entries: &["L2", "O15", "F25", "V5", "L6", "F22"],
     inputs: &["metrics:loss"],
     params: &["zero_abs", "first_steps"],
     outcomes: &["pass", "zero", "nan", "skip"],
@@ -500,10 +500,11 @@ pub fn loss_degenerate(ctx: &ProbeCtx) -> Vec<Verdict> {
             .evidence(series_evidence(s, a, b))];
     }
     if let Some(p) = s.points.iter().find(|p| !p.value.is_finite()) {
-        return vec![Verdict::new("L6", Status::Fail, "nan")
+        let entry = nonfinite_entry(ctx.profile);
+        return vec![Verdict::new(entry, Status::Fail, "nan")
             .measured(format!("loss becomes non-finite at step {}", p.step))
             .expected("finite loss throughout")
-            .message("the loss diverged to NaN/Inf mid-run: logit drift / low-precision overflow — z-loss, grad clipping, bf16 over fp16, lower LR")
+            .message(if entry == "L6" { "the loss diverged to NaN/Inf mid-run: logit drift / low-precision overflow — z-loss, grad clipping, bf16 over fp16, lower LR" } else { "the loss diverged to NaN/Inf mid-run: look at what moved in the steps before it (nan_onset: the LR's peak, a rising grad norm, fp16 overflow) — lower LR, grad clipping, bf16 over fp16" })
             .evidence(series_evidence(s, p.step, p.step))];
     }
     vec![Verdict::new("L2", Status::Pass, "pass")

@@ -123,7 +123,7 @@ pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
 pub(super) const PPO_HEALTH: ProbeSpec = ProbeSpec {
     id: "ppo_health",
     entries: &["R2", "R1", "H4"],
-    inputs: &["metrics:kl", "metrics:reward"],
+    inputs: &["metrics:kl", "metrics:reward", "metrics:eval_reward"],
     params: &[
         "kl_target",
         "kl_blowup_factor",
@@ -182,7 +182,10 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .value("kl_tail", kt),
         );
     }
-    if let Some(r) = reward {
+    // The shape of a reward curve: its EMA's start, peak (step, value) and last value; whether
+    // it fell back by more than drop_frac of its gain after the peak (collapsed), and whether it
+    // fell from its first value and never rose above it (never_rose).
+    let shape = |r: &crate::metrics::Series| {
         let e = ema(&r.points, reward_span);
         let start = e.first().map(|x| x.1).unwrap_or(0.0);
         let (peak_step, peak) =
@@ -201,11 +204,30 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
         let never_rose = e.len() >= 10
             && peak <= start + 0.05 * start.abs().max(1e-9)
             && (start - last) > drop_frac * scale.max(start.abs());
-        if never_rose {
+        (start, peak_step, peak, last, collapsed, never_rose)
+    };
+    // An environment agent's evaluation reward (deterministic test episodes: Tianshou's
+    // `test/returns_stat/mean`, SB3's `eval/mean_reward`) says what the policy is; the training
+    // reward of stochastic rollouts dips while the policy holds. A collapse must show there too.
+    let eval = m
+        .get("eval_reward")
+        .filter(|s| s.points.iter().filter(|p| p.value.is_finite()).count() >= 3);
+    if let Some(r) = reward {
+        let (start, peak_step, peak, last, collapsed, never_rose) = shape(r);
+        let eval_shape = eval.map(|ev| (ev, shape(ev)));
+        let fell = if never_rose {
+            Some((r, start, last))
+        } else {
+            eval_shape
+                .filter(|(_, sh)| sh.5)
+                .map(|(ev, sh)| (ev, sh.0, sh.3))
+        };
+        if let Some((r, start, last)) = fell {
             out.push(
                 Verdict::new("R1", Status::Fail, "falls_from_start")
                     .measured(format!(
-                        "reward EMA {} at the start → {} at the end, never above its start",
+                        "{} EMA {} at the start → {} at the end, never above its start",
+                        r.tag,
                         fmt(start),
                         fmt(last)
                     ))
@@ -215,6 +237,8 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
             );
             return out;
         }
+        let held = collapsed && eval_shape.is_some_and(|(_, sh)| !sh.4);
+        let collapsed = collapsed && !held;
         let (st, o, msg) = if collapsed && kl_spiked {
             (Status::Fail, "reward_collapse", "reward fell after its peak while KL spiked: reward hacking / over-optimisation — stronger KL penalty, LR ≈ 1e-6, fewer PPO epochs, a length penalty if length is gamed")
         } else if collapsed {
@@ -223,6 +247,8 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
                 "reward_collapse",
                 "reward dropped well below its peak",
             )
+        } else if held {
+            (Status::Pass, "pass", "the training reward dipped after its peak, but the evaluation reward holds: stochastic rollouts, not a collapse")
         } else {
             (Status::Pass, "pass", "reward holds")
         };

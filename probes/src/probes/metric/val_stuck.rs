@@ -9,7 +9,12 @@ use crate::probes::util::*;
 pub(super) const VAL_STUCK: ProbeSpec = ProbeSpec {
     id: "val_stuck",
     entries: &["F12"],
-    inputs: &["metrics:loss", "metrics:eval_loss"],
+    inputs: &[
+        "metrics:loss",
+        "metrics:eval_loss",
+        "metrics:accuracy",
+        "metrics:eval_accuracy",
+    ],
     params: &["learn_min", "carry_max", "start_still", "min_evals"],
     outcomes: &["pass", "stuck", "skip"],
     run: val_stuck,
@@ -35,10 +40,13 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, E, "min_evals"),
     );
     let m = ctx.run.metrics();
+    if let Some(v) = accuracy_at_zero(ctx, min_evals) {
+        return vec![v];
+    }
     let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
         return vec![Verdict::skip(
             E,
-            "needs both a training loss and an eval/val loss series",
+            "needs both a training loss and an eval/val loss series (or a training and an eval accuracy)",
         )];
     };
     let train: Vec<(u64, f64)> = tr
@@ -75,6 +83,18 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
         return vec![Verdict::skip(
             E,
             "the training log does not start at the run's start: no untrained level to measure from",
+        )];
+    }
+    // An epoch log's first point is the mean over a whole epoch of training, and its first eval
+    // comes after it: neither shows the level training started from, so whether the training
+    // loss had moved by the first eval cannot be seen. Only a run known to start from random
+    // weights has its untrained level there (a fine-tune's first epoch starts far lower).
+    if tr.unit == crate::metrics::Unit::Epoch
+        && ctx.profile.init.value != crate::profile::Init::Scratch
+    {
+        return vec![Verdict::skip(
+            E,
+            "the loss is logged once per epoch and the run is not known to start from random weights: its first epoch mean is not an untrained level",
         )];
     }
     // A step log's first points are single batches: their median is the untrained level. An
@@ -167,6 +187,56 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
         .value("carried", carried / learned)]
 }
 
+/// Accuracy's form of the same question: the training accuracy ends at half its scale or
+/// more while the last `min_evals` evaluations score about nothing (≤ 1% of the scale: below
+/// any chance level but a thousand classes'). A model that fits its training set and scores
+/// 0 on held-out data is reading labels that do not belong to the held-out inputs (a class
+/// index shifted between splits, another label map).
+fn accuracy_at_zero(ctx: &ProbeCtx, min_evals: f64) -> Option<Verdict> {
+    let m = ctx.run.metrics();
+    let (tr, ev) = (m.get("accuracy")?, m.get("eval_accuracy")?);
+    let finite = |s: &crate::metrics::Series| -> Vec<f64> {
+        s.points
+            .iter()
+            .map(|p| p.value)
+            .filter(|v| v.is_finite())
+            .collect()
+    };
+    let (t, e) = (finite(tr), finite(ev));
+    let scale = if t.iter().chain(&e).any(|v| *v > 1.5) {
+        100.0
+    } else {
+        1.0
+    };
+    let k = min_evals.max(1.0) as usize;
+    if e.len() < k || t.len() < 5 {
+        return None;
+    }
+    let tail_n = (t.len() / 5).max(1);
+    let train_tail = t[t.len() - tail_n..].iter().sum::<f64>() / tail_n as f64;
+    let last = &e[e.len() - k..];
+    let zero = last.iter().all(|v| *v <= 0.01 * scale);
+    if !(zero && train_tail >= 0.5 * scale) {
+        return None;
+    }
+    let best = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some(
+        Verdict::new("F12", Status::Fail, "stuck")
+            .measured(format!(
+                "training accuracy {} (mean of its last {} points); the last {} evaluations {} (best {})",
+                fmt(train_tail),
+                tail_n,
+                k,
+                last.iter().map(|v| fmt(*v)).collect::<Vec<_>>().join(", "),
+                fmt(best)
+            ))
+            .expected("held-out accuracy above chance when the training accuracy is high")
+            .message("the model fits its training set and scores about nothing on held-out data, below any chance level: the held-out labels do not belong to their inputs. Compare the label map of both splits (a class folder missing from one split shifts every index after it), and decode a few validation samples next to their labels (F13, V1)")
+            .evidence(whole_series_evidence(ev))
+            .value("train_accuracy", train_tail),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use crate::probe::Status;
@@ -223,6 +293,39 @@ mod tests {
         let train = vec![2.3; 300];
         let eval: Vec<(u64, f64)> = (1..=10).map(|i| (i * 30, 2.3)).collect();
         assert_eq!(run(&train, &eval), Status::Pass);
+    }
+
+    #[test]
+    fn held_out_accuracy_at_zero_while_training_fits_fails() {
+        let acc = |v: f64| {
+            (1..=300)
+                .map(|i| (i, v.min(i as f64 / 3.0)))
+                .collect::<Vec<_>>()
+        };
+        let r = run_with(&[
+            ("accuracy", acc(98.0)),
+            (
+                "eval_accuracy",
+                vec![(30, 13.7), (60, 21.5), (90, 0.0), (120, 0.0), (150, 0.0)],
+            ),
+        ]);
+        let v = ask(super::val_stuck, &r, &[], thresholds("val_stuck"));
+        assert_eq!(
+            (v.status, v.outcome.as_str()),
+            (Status::Fail, "stuck"),
+            "{v:?}"
+        );
+        // Held-out accuracy low but above 1% of the scale (a hard task, or chance with few
+        // classes) is not this.
+        let r = run_with(&[
+            ("accuracy", acc(98.0)),
+            (
+                "eval_accuracy",
+                vec![(30, 10.0), (60, 11.0), (90, 9.0), (120, 10.5), (150, 9.8)],
+            ),
+        ]);
+        let v = ask(super::val_stuck, &r, &[], thresholds("val_stuck"));
+        assert_ne!(v.status, Status::Fail, "{v:?}");
     }
 
     #[test]
