@@ -27,6 +27,18 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
         "timm_no_decay_split",
         "decay_groups passes decayed 1-D tensors in CNNs by design (BatchNorm conv nets: the classic recipes decay them)",
     ),
+    (
+        "keras_labels_shuffled",
+        "val_stuck does not judge an epoch-mean log of a run not known to start from random weights: a fine-tune's first epoch mean is no untrained level (a held-out Keras fine-tune failed on it)",
+    ),
+    (
+        "tvcls_shufflenet_no_train_mode_log",
+        "the log shows the loss turning NaN right after the first evaluation (F22 is named); nothing in a log says the model stayed in eval mode (O5)",
+    ),
+    (
+        "tvdet_frcnn_labels_from0_log",
+        "AP50 plateaus at exactly 2/3 (one class of three never detected) while the loss is healthy: no probe reads a per-class AP or a plateau at k/C",
+    ),
 ];
 
 fn answers() -> BTreeMap<String, serde_json::Value> {
