@@ -161,6 +161,21 @@ impl Series {
     pub fn values(&self) -> Vec<f64> {
         self.points.iter().map(|p| p.value).collect()
     }
+    /// The median gap between consecutive logged steps (the logging interval), `None` with
+    /// fewer than two steps.
+    pub fn interval(&self) -> Option<u64> {
+        let mut gaps: Vec<u64> = self
+            .points
+            .windows(2)
+            .map(|w| w[1].step.saturating_sub(w[0].step))
+            .filter(|g| *g > 0)
+            .collect();
+        if gaps.is_empty() {
+            return None;
+        }
+        gaps.sort_unstable();
+        Some(gaps[gaps.len() / 2])
+    }
     pub fn steps(&self) -> Vec<u64> {
         self.points.iter().map(|p| p.step).collect()
     }

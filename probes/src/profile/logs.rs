@@ -42,7 +42,7 @@ pub(super) fn logging(run: &Run) -> Logging {
             ..Default::default()
         };
     };
-    let interval = interval(s);
+    let interval = s.interval();
     let unit = s.unit.as_str();
     Logging {
         series: Some(name.to_string()),
@@ -67,23 +67,8 @@ impl Logging {
 
     /// The median gap between a series' consecutive logged steps.
     pub fn interval_of(s: &Series) -> Option<u64> {
-        interval(s)
+        s.interval()
     }
-}
-
-/// The median gap between consecutive logged steps.
-pub(crate) fn interval(s: &Series) -> Option<u64> {
-    let mut gaps: Vec<u64> = s
-        .points
-        .windows(2)
-        .map(|w| w[1].step.saturating_sub(w[0].step))
-        .filter(|g| *g > 0)
-        .collect();
-    if gaps.is_empty() {
-        return None;
-    }
-    gaps.sort_unstable();
-    Some(gaps[gaps.len() / 2])
 }
 
 /// Steps a logged point averages: HF Trainer / TRL (a trainer state, or the `train/` tags HF

@@ -70,9 +70,7 @@ fn longest(series: &[&mut Series], src: &std::path::Path) -> Option<Clock> {
         return None;
     }
     let steps: Vec<u64> = s.points.iter().map(|p| p.step).collect();
-    let mut gaps: Vec<u64> = steps.windows(2).map(|w| w[1] - w[0]).collect();
-    gaps.sort_unstable();
-    let interval = gaps.get(gaps.len() / 2).copied().unwrap_or(1).max(1);
+    let interval = s.interval().unwrap_or(1);
     Some(Clock {
         steps,
         times,

@@ -527,11 +527,7 @@ fn blowup(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict> {
     // A loss logged at every step is one batch's loss: one hard batch jumps ×3 and the next is
     // back (S3.2's "one unusual batch"). There the jump counts when the next logged batch is up
     // too; a loss averaged over several steps (HF's logging_steps) jumps as a whole window.
-    let per_batch = {
-        let mut gaps: Vec<u64> = s.points.windows(2).map(|w| w[1].step - w[0].step).collect();
-        gaps.sort_unstable();
-        gaps.get(gaps.len() / 2) == Some(&1)
-    };
+    let per_batch = s.interval() == Some(1);
     for (i, p) in pts.iter().enumerate() {
         let Some(low) = pts[..i]
             .iter()

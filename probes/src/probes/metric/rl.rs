@@ -142,6 +142,18 @@ pub(super) const PPO_HEALTH: ProbeSpec = ProbeSpec {
     run: ppo_health,
 };
 
+/// A reward curve's shape (of its EMA): see `ppo_health`.
+struct Curve {
+    start: f64,
+    peak_step: u64,
+    peak: f64,
+    last: f64,
+    /// Fell back by more than `reward_drop_frac` of its gain after the peak.
+    collapsed: bool,
+    /// Fell from its first value and never rose above it.
+    never_rose: bool,
+}
+
 pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
     let (target, factor, growth, drop_frac, tail, reward_span) = (
         p!(ctx, "kl_target"),
@@ -204,7 +216,14 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
         let never_rose = e.len() >= 10
             && peak <= start + 0.05 * start.abs().max(1e-9)
             && (start - last) > drop_frac * scale.max(start.abs());
-        (start, peak_step, peak, last, collapsed, never_rose)
+        Curve {
+            start,
+            peak_step,
+            peak,
+            last,
+            collapsed,
+            never_rose,
+        }
     };
     // An environment agent's evaluation reward (deterministic test episodes: Tianshou's
     // `test/returns_stat/mean`, SB3's `eval/mean_reward`) says what the policy is; the training
@@ -213,14 +232,22 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
         .get("eval_reward")
         .filter(|s| s.points.iter().filter(|p| p.value.is_finite()).count() >= 3);
     if let Some(r) = reward {
-        let (start, peak_step, peak, last, collapsed, never_rose) = shape(r);
+        let Curve {
+            start,
+            peak_step,
+            peak,
+            last,
+            collapsed,
+            never_rose,
+        } = shape(r);
         let eval_shape = eval.map(|ev| (ev, shape(ev)));
         let fell = if never_rose {
             Some((r, start, last))
         } else {
             eval_shape
-                .filter(|(_, sh)| sh.5)
-                .map(|(ev, sh)| (ev, sh.0, sh.3))
+                .as_ref()
+                .filter(|(_, c)| c.never_rose)
+                .map(|(ev, c)| (*ev, c.start, c.last))
         };
         if let Some((r, start, last)) = fell {
             out.push(
@@ -237,7 +264,7 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
             );
             return out;
         }
-        let held = collapsed && eval_shape.is_some_and(|(_, sh)| !sh.4);
+        let held = collapsed && eval_shape.as_ref().is_some_and(|(_, c)| !c.collapsed);
         let collapsed = collapsed && !held;
         let (st, o, msg) = if collapsed && kl_spiked {
             (Status::Fail, "reward_collapse", "reward fell after its peak while KL spiked: reward hacking / over-optimisation — stronger KL penalty, LR ≈ 1e-6, fewer PPO epochs, a length penalty if length is gamed")

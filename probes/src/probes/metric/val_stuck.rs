@@ -49,18 +49,7 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
             "needs both a training loss and an eval/val loss series (or a training and an eval accuracy)",
         )];
     };
-    let train: Vec<(u64, f64)> = tr
-        .points
-        .iter()
-        .filter(|p| p.value.is_finite())
-        .map(|p| (p.step, p.value))
-        .collect();
-    let evals: Vec<(u64, f64)> = ev
-        .points
-        .iter()
-        .filter(|p| p.value.is_finite())
-        .map(|p| (p.step, p.value))
-        .collect();
+    let (train, evals) = (finite_points(tr), finite_points(ev));
     if (evals.len() as f64) < min_evals || train.len() < 5 {
         return vec![Verdict::skip(
             E,
@@ -195,14 +184,7 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
 fn accuracy_at_zero(ctx: &ProbeCtx, min_evals: f64) -> Option<Verdict> {
     let m = ctx.run.metrics();
     let (tr, ev) = (m.get("accuracy")?, m.get("eval_accuracy")?);
-    let finite = |s: &crate::metrics::Series| -> Vec<f64> {
-        s.points
-            .iter()
-            .map(|p| p.value)
-            .filter(|v| v.is_finite())
-            .collect()
-    };
-    let (t, e) = (finite(tr), finite(ev));
+    let (t, e) = (finite_values(tr), finite_values(ev));
     let scale = if t.iter().chain(&e).any(|v| *v > 1.5) {
         100.0
     } else {
