@@ -62,16 +62,38 @@ pub fn read(path: &Path) -> Result<Vec<Series>> {
 pub fn read_log(path: &Path) -> Result<CsvLog> {
     let file = crate::limits::open_regular(path)?;
     let file = crate::limits::LineCapped::new(file, crate::limits::MAX_LINE);
-    read_log_from(std::io::BufReader::new(file), path, 0)
+    let line_at = |byte: u64| {
+        use std::io::Read;
+        let mut head = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(byte + 1).read_to_end(&mut head))
+            .ok()
+            .map(|_| line_of(&head, byte))
+    };
+    read_log_from(std::io::BufReader::new(file), path, 0, &line_at)
+}
+
+/// The 1-based line of the record the csv crate places at byte `byte` of `text` (its first
+/// bytes at least). In a CRLF file the crate ends a record at the `\r` and places the next one
+/// at the `\n` (counting its line one short), so that byte is counted too.
+fn line_of(text: &[u8], byte: u64) -> u64 {
+    let end = (byte as usize).saturating_add(1).min(text.len());
+    text[..end].iter().filter(|b| **b == b'\n').count() as u64 + 1
 }
 
 /// Parse CSV text that starts with its header line (a followed log's header and the lines
 /// added since the last read): rows without a step column are indexed from `row_base`.
 pub fn parse_log(bytes: &[u8], path: &Path, row_base: u64) -> Result<CsvLog> {
-    read_log_from(bytes, path, row_base)
+    read_log_from(bytes, path, row_base, &|byte| Some(line_of(bytes, byte)))
 }
 
-fn read_log_from(input: impl std::io::Read, path: &Path, row_base: u64) -> Result<CsvLog> {
+/// Parse a CSV log from `input`; `line_at` turns a byte offset into the line a message names.
+fn read_log_from(
+    input: impl std::io::Read,
+    path: &Path,
+    row_base: u64,
+    line_at: &dyn Fn(u64) -> Option<u64>,
+) -> Result<CsvLog> {
     let tab = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("tsv"));
@@ -93,7 +115,7 @@ fn read_log_from(input: impl std::io::Read, path: &Path, row_base: u64) -> Resul
                     .to_string()
             })
             .collect(),
-        Err(e) => return Err(csv_error(path, e)),
+        Err(e) => return Err(csv_error(path, e, line_at)),
     };
     if header.iter().all(|h| h.is_empty()) {
         return Ok(CsvLog::default());
@@ -122,7 +144,7 @@ fn read_log_from(input: impl std::io::Read, path: &Path, row_base: u64) -> Resul
         match rdr.read_byte_record(&mut rec) {
             Ok(true) => {}
             Ok(false) => break,
-            Err(e) => return Err(csv_error(path, e)),
+            Err(e) => return Err(csv_error(path, e, line_at)),
         }
         let index = row;
         row += 1;
@@ -175,8 +197,9 @@ fn number(cell: &[u8]) -> Option<f64> {
     s.parse::<f64>().ok()
 }
 
-fn csv_error(path: &Path, e: csv::Error) -> ReadError {
-    let line = e.position().map(|p| p.line());
+fn csv_error(path: &Path, e: csv::Error, line_at: &dyn Fn(u64) -> Option<u64>) -> ReadError {
+    let line_of = |p: &csv::Position| line_at(p.byte()).unwrap_or(p.line());
+    let line = e.position().map(line_of);
     match e.into_kind() {
         csv::ErrorKind::Io(io) => ReadError::io(path, io),
         csv::ErrorKind::UnequalLengths {
@@ -184,7 +207,7 @@ fn csv_error(path: &Path, e: csv::Error) -> ReadError {
             len,
             pos,
         } => {
-            let line = pos.map(|p| p.line()).or(line).unwrap_or(0);
+            let line = pos.as_ref().map(line_of).or(line).unwrap_or(0);
             ReadError::format(
                 path,
                 format!("line {line}: {len} fields, but the header has {expected_len}"),
@@ -247,6 +270,14 @@ mod tests {
         let e = read(&p).unwrap_err().to_string();
         assert!(e.contains("metrics.csv: line 3:"), "{e}");
         assert_eq!(e.lines().count(), 1);
+        // Keras writes CRLF line ends; the line named is the same.
+        let (_d, p) = csv_file("step,loss\r\n1,2.0\r\n2,1.9,extra\r\n");
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("metrics.csv: line 3:"), "{e}");
+        let e = parse_log(b"step,loss\r\n1,2.0\r\n2,1.9,extra\r\n", &p, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3:"), "{e}");
     }
 
     #[test]
