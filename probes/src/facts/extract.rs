@@ -12,7 +12,8 @@ use crate::run::{ArtifactKind, Run};
 /// `warmup_steps`, `schedule`, `accum_steps` from HF's `training_args.bin`; `lr_max` from a
 /// `scheduler.pt`'s `base_lrs` when nothing else says; a few hyper-parameters from Lightning's
 /// `hparams.yaml`; LoRA rank/alpha (and `from_scratch=false`) from `adapter_config.json`;
-/// `from_scratch=false` and `base_model` from a model card naming the base it fine-tunes.
+/// `from_scratch=false` and `base_model` from a model card naming the base it fine-tunes;
+/// `num_classes` from a Keras `.keras` archive's head and loss.
 /// Each fact names its file; user facts set later still win.
 pub fn facts_from_artifacts(run: &Run) -> Facts {
     let mut f = Facts::new();
@@ -127,6 +128,7 @@ pub fn facts_from_artifacts(run: &Run) -> Facts {
     }
     logged_config_facts(run, &mut f);
     sb3_facts(run, &mut f);
+    keras_facts(run, &mut f);
     model_card_facts(run, &mut f);
     capture_facts(run, &mut f);
     f
@@ -191,6 +193,17 @@ fn sb3_facts(run: &Run, f: &mut Facts) {
             Some(v) if v != "schedule" => f.set_artifact_if_absent(key, v, &file),
             _ => {}
         }
+    }
+}
+
+/// The class count a Keras classifier's head and loss state (`config.json` in its `.keras`
+/// archive): the last Dense layer's units under a categorical cross-entropy, 2 under a binary one.
+fn keras_facts(run: &Run, f: &mut Facts) {
+    let Some(m) = run.keras_model() else {
+        return;
+    };
+    if let Some(c) = m.num_classes() {
+        f.set_artifact_if_absent("num_classes", &c.to_string(), &m.path.display().to_string());
     }
 }
 

@@ -95,7 +95,7 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ),
     (
         "framework",
-        "hf_trainer | trl | lightning | accelerate | deepspeed | diffusers | nanogpt | plain",
+        "hf_trainer | trl | lightning | accelerate | deepspeed | diffusers | nanogpt | keras | plain",
     ),
 ];
 

@@ -223,8 +223,10 @@ pub(super) fn init(run: &Run, facts: &Facts, phase: Phase, logging: &Logging) ->
                 .filter(|p| p.step <= early && p.value > 1e-6)
             {
                 // One step's loss at the very start sits within ~0.5 of ln V when untrained;
-                // a mean over the first steps (or a later point) may have fallen further.
-                let single_first = logging.mean_over.is_none() && p.step <= 5;
+                // a mean over the first steps (or a later point) may have fallen further, and a
+                // log indexed by epoch holds each epoch's mean (Keras's CSVLogger, fastai).
+                let single_first =
+                    logging.mean_over.is_none() && p.step <= 5 && logging.unit != "epoch";
                 let margin = if single_first {
                     1.0
                 } else {
@@ -318,6 +320,10 @@ pub(super) fn framework(run: &Run, facts: &Facts) -> Field<String> {
     }
     if let Some(a) = has(ArtifactKind::Sb3Model).or_else(|| has(ArtifactKind::VecNormalize)) {
         return field("sb3", Sure::High, a.path.display().to_string());
+    }
+    // Keras 3 saves its models as `.keras` archives and its weights as `*.weights.h5`.
+    if let Some(a) = named(&|c| c.ends_with(".keras") || c.ends_with(".weights.h5")) {
+        return field("keras", Sure::Medium, a.path.display().to_string());
     }
     // By the series a framework's logger writes (its own names, never shared).
     let tags = run.metrics();

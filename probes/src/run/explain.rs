@@ -35,11 +35,21 @@ pub fn explain(run: &Run) -> Vec<FileUse> {
             roles.entry(o.as_path()).or_insert(Role::Optimizer(i));
         }
     }
+    // The Keras archive whose config the facts and probes read (once: it stats every archive).
+    let keras = run
+        .artifacts
+        .iter()
+        .any(|a| a.kind == ArtifactKind::Hdf5Weights)
+        .then(|| run.keras_model())
+        .flatten();
     run.artifacts
         .iter()
         .map(|a| {
             let p = a.path.as_path();
-            let (used, what) = describe(run, p, a.kind, metrics, roles.get(p).copied());
+            let (used, what) = match &keras {
+                Some(m) if m.path == p => (true, keras_use(m)),
+                _ => describe(run, p, a.kind, metrics, roles.get(p).copied()),
+            };
             let bad = problems
                 .iter()
                 .find(|m| m.starts_with(&format!("{}:", p.display())));
@@ -302,6 +312,36 @@ fn weights_note(p: &Path, kind: ArtifactKind) -> String {
         }
     }
     format!(" ({})", parts.join(", "))
+}
+
+/// What is read from the Keras archive the run saved last: its config's head and loss.
+fn keras_use(m: &crate::tensors::keras::KerasModel) -> String {
+    let mut head = Vec::new();
+    if let Some(l) = &m.output_layer {
+        head.push(format!("output layer {l}"));
+    }
+    if let Some(u) = m.output_units {
+        head.push(format!("{u} units"));
+    }
+    if let Some(a) = &m.output_activation {
+        head.push(a.clone());
+    }
+    if let Some(l) = &m.loss {
+        head.push(format!(
+            "loss {l}{}",
+            m.from_logits
+                .map(|f| format!(" (from_logits={f})"))
+                .unwrap_or_default()
+        ));
+    }
+    format!(
+        "read as a Keras v3 archive: its config.json ({}); the HDF5 weights inside are not read",
+        if head.is_empty() {
+            "no single output described".to_string()
+        } else {
+            head.join(", ")
+        }
+    )
 }
 
 /// Why HDF5 weights are not read, and how to make them readable.

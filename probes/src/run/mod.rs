@@ -377,6 +377,27 @@ impl Run {
             })
     }
 
+    /// The Keras v3 archive (`*.keras`) written last (by modification time), described: its
+    /// head and compiled loss (see [`crate::tensors::keras`]). Archives that do not read are
+    /// passed over; none gives `None`.
+    pub fn keras_model(&self) -> Option<crate::tensors::keras::KerasModel> {
+        let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let mut archives: Vec<&Path> = self
+            .of_kind(ArtifactKind::Hdf5Weights)
+            .into_iter()
+            .map(|a| a.path.as_path())
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("keras"))
+            })
+            .collect();
+        archives.sort_by_key(|p| mtime(p));
+        archives
+            .into_iter()
+            .rev()
+            .find_map(|p| crate::tensors::keras::read(p).ok())
+    }
+
     /// Dumped batches.
     pub fn batches(&self) -> Vec<&Artifact> {
         self.of_kind(ArtifactKind::Batch)

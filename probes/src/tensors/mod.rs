@@ -12,6 +12,7 @@ pub mod candle_io;
 pub mod compare;
 pub mod dcp;
 pub mod dtype;
+pub mod keras;
 pub mod mapguard;
 pub mod memo;
 pub mod modgraph;
