@@ -40,7 +40,8 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, E, "min_evals"),
     );
     let m = ctx.run.metrics();
-    if let Some(v) = accuracy_at_zero(ctx, min_evals) {
+    if let Some(v) = accuracy_at_zero(ctx, min_evals).or_else(|| accuracy_at_chance(ctx, min_evals))
+    {
         return vec![v];
     }
     let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
@@ -219,6 +220,67 @@ fn accuracy_at_zero(ctx: &ProbeCtx, min_evals: f64) -> Option<Verdict> {
     )
 }
 
+/// With the class count C known (a `num_classes` fact: the user's, or a Keras head's), the
+/// accuracy's form also reads chance: the evaluations score within a small band of 1/C (their
+/// median within 5% of the way from chance to perfect, none beyond twice that) while the
+/// training accuracy ends a quarter of that way or more above it. Validation that never once beats guessing while training fits is the same
+/// finding as a validation loss that never leaves its start, and needs no untrained level: it
+/// holds for a fine-tune as for a run from scratch. (A model that predicts one class of an
+/// imbalanced training set also scores chance on a balanced validation set: the message names it.)
+fn accuracy_at_chance(ctx: &ProbeCtx, min_evals: f64) -> Option<Verdict> {
+    let classes = ctx.facts.u64("num_classes").filter(|c| *c >= 2)?;
+    let m = ctx.run.metrics();
+    let (tr, ev) = (m.get("accuracy")?, m.get("eval_accuracy")?);
+    let (t, e) = (finite_values(tr), finite_values(ev));
+    let scale = if t.iter().chain(&e).any(|v| *v > 1.5) {
+        100.0
+    } else {
+        1.0
+    };
+    let k = min_evals.max(1.0) as usize;
+    if e.len() < k.max(3) || t.len() < 5 {
+        return None;
+    }
+    let chance = scale / classes as f64;
+    let band = 0.05 * (scale - chance);
+    let tail_n = (t.len() / 5).max(1);
+    let train_tail = t[t.len() - tail_n..].iter().sum::<f64>() / tail_n as f64;
+    let best = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // The typical evaluation sits in the band, and none clears it twice over: with many
+    // evaluations on a finite set, the best of them wanders above chance by noise alone.
+    let typical = median(&e).unwrap_or(f64::NAN);
+    if !(typical <= chance + band && best <= chance + 2.0 * band)
+        || train_tail < chance + 0.25 * (scale - chance)
+    {
+        return None;
+    }
+    Some(
+        Verdict::new("F12", Status::Fail, "stuck")
+            .measured(format!(
+                "training accuracy {} (mean of its last {} points); {} evaluations, median {}, best {} — chance with {} classes is {}",
+                fmt(train_tail),
+                tail_n,
+                e.len(),
+                fmt(typical),
+                fmt(best),
+                classes,
+                fmt(chance)
+            ))
+            .expected(format!(
+                "held-out accuracy above chance ({} ± {}) once the training accuracy is well above it",
+                fmt(chance),
+                fmt(band)
+            ))
+            .message(format!(
+                "training fits to {} while no evaluation ever beats guessing among {} classes: what the model learns does not carry to held-out data at all. Look at the data: training labels that do not belong to their inputs (shuffled or misaligned, F13), a validation pipeline that preprocesses differently (V1), or a validation set from other data; a model that only predicts the majority class of an imbalanced training set also scores chance on a balanced one (V6)",
+                fmt(train_tail),
+                classes
+            ))
+            .evidence(whole_series_evidence(ev))
+            .value("train_accuracy", train_tail),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use crate::probe::Status;
@@ -307,6 +369,49 @@ mod tests {
             ),
         ]);
         let v = ask(super::val_stuck, &r, &[], thresholds("val_stuck"));
+        assert_ne!(v.status, Status::Fail, "{v:?}");
+    }
+
+    #[test]
+    fn held_out_accuracy_at_chance_with_known_classes_fails() {
+        // Keras, training labels shuffled: train 0.10 → 0.43 by memorising, val 0.09-0.13 with
+        // 10 classes. An epoch log, no untrained level needed.
+        let train: Vec<(u64, f64)> = (0..25).map(|i| (i, 0.10 + 0.0135 * i as f64)).collect();
+        let val: Vec<(u64, f64)> = (0..25)
+            .map(|i| (i, 0.10 + 0.03 * ((i * 7 % 5) as f64 / 4.0 - 0.3)))
+            .collect();
+        let r = run_with(&[("accuracy", train.clone()), ("eval_accuracy", val.clone())]);
+        let ten = &["num_classes=10"];
+        let v = ask(super::val_stuck, &r, &[], thresholds("val_stuck"));
+        assert_ne!(v.status, Status::Fail, "without the class count: {v:?}");
+        let v = ask(super::val_stuck, &r, ten, thresholds("val_stuck"));
+        assert_eq!(
+            (v.status, v.outcome.as_str()),
+            (Status::Fail, "stuck"),
+            "{v:?}"
+        );
+        // Validation that clears chance once by far (0.30 at one eval), or training that stays
+        // near chance too (a hard task), is not this.
+        let mut once = val.clone();
+        once[6].1 = 0.30;
+        let r = run_with(&[("accuracy", train.clone()), ("eval_accuracy", once)]);
+        let v = ask(super::val_stuck, &r, ten, thresholds("val_stuck"));
+        assert_ne!(v.status, Status::Fail, "{v:?}");
+        let slow: Vec<(u64, f64)> = (0..25).map(|i| (i, 0.10 + 0.004 * i as f64)).collect();
+        let r = run_with(&[("accuracy", slow), ("eval_accuracy", val.clone())]);
+        let v = ask(super::val_stuck, &r, ten, thresholds("val_stuck"));
+        assert_ne!(v.status, Status::Fail, "{v:?}");
+        // Binary: validation at 0.62 beside training at 0.95 is a hard task overfitted, above
+        // the band (0.5 + 0.025), not chance.
+        let tr: Vec<(u64, f64)> = (0..20).map(|i| (i, 0.6 + 0.018 * i as f64)).collect();
+        let ev: Vec<(u64, f64)> = (0..20).map(|i| (i, 0.58 + 0.002 * i as f64)).collect();
+        let r = run_with(&[("accuracy", tr), ("eval_accuracy", ev)]);
+        let v = ask(
+            super::val_stuck,
+            &r,
+            &["num_classes=2"],
+            thresholds("val_stuck"),
+        );
         assert_ne!(v.status, Status::Fail, "{v:?}");
     }
 
