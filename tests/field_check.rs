@@ -28,10 +28,6 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
         "decay_groups passes decayed 1-D tensors in CNNs by design (BatchNorm conv nets: the classic recipes decay them)",
     ),
     (
-        "keras_labels_shuffled",
-        "val_stuck does not judge an epoch-mean log of a run not known to start from random weights: a fine-tune's first epoch mean is no untrained level (a held-out Keras fine-tune failed on it)",
-    ),
-    (
         "tvcls_shufflenet_no_train_mode_log",
         "the log shows the loss turning NaN right after the first evaluation (F22 is named); nothing in a log says the model stayed in eval mode (O5)",
     ),

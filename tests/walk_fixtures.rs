@@ -212,10 +212,6 @@ const KNOWN_UNREACHED: &[(&str, &str)] = &[
         "check passes decayed 1-D tensors in BatchNorm conv nets by design (tests/field_check.rs KNOWN_MISSES)",
     ),
     (
-        "keras_labels_shuffled",
-        "check names nothing: val_stuck does not judge an epoch-mean log of a run not known to start from scratch (tests/field_check.rs KNOWN_MISSES)",
-    ),
-    (
         "tvcls_shufflenet_no_train_mode_log",
         "check names F22 (the NaN) but not O5: a log cannot show eval mode (tests/field_check.rs KNOWN_MISSES)",
     ),
