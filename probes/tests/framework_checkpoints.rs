@@ -354,6 +354,29 @@ fn hdf5_and_keras_files_are_recognised_and_explained_not_read() {
         .iter()
         .all(|u| !u.used && u.what.contains("no pure-Rust HDF5 reader")));
     assert!(what(&uses, "model.keras").contains(".keras archive"));
+    // An archive whose config states the head and the loss is read for them (the weights
+    // inside still are not).
+    let config = br#"{"class_name": "Sequential", "config": {"layers": [{"class_name": "Dense",
+        "config": {"name": "out", "units": 3, "activation": "softmax"}}]},
+        "compile_config": {"loss": "sparse_categorical_crossentropy"}}"#;
+    zip_of(
+        &d.path().join("model.keras"),
+        &[
+            ("metadata.json", b"{}"),
+            ("config.json", config),
+            ("model.weights.h5", &h5),
+        ],
+    );
+    let r = Run::discover(d.path()).unwrap();
+    let uses = explain(&r);
+    let w = what(&uses, "model.keras");
+    assert!(
+        w.starts_with("read as a Keras v3 archive")
+            && w.contains("3 units")
+            && w.contains("HDF5 weights inside are not read"),
+        "{w}"
+    );
+    assert_eq!(r.keras_model().and_then(|m| m.num_classes()), Some(3));
 }
 
 #[test]

@@ -47,7 +47,10 @@ pub fn explain(run: &Run) -> Vec<FileUse> {
         .map(|a| {
             let p = a.path.as_path();
             let (used, what) = match &keras {
-                Some(m) if m.path == p => (true, keras_use(m)),
+                // Read when its config states a head or a loss; an empty one is only named.
+                Some(m) if m.path == p && (m.output_units.is_some() || m.loss.is_some()) => {
+                    (true, keras_use(m))
+                }
                 _ => describe(run, p, a.kind, metrics, roles.get(p).copied()),
             };
             let bad = problems

@@ -29,17 +29,12 @@ fn head_gives(activation: &str) -> Option<bool> {
 }
 
 pub fn output_loss(ctx: &ProbeCtx) -> Vec<Verdict> {
+    // One skip (on O12, the probe's first entry) when nothing can be judged, as every probe.
     let Some(m) = ctx.run.keras_model() else {
-        return vec![
-            Verdict::skip(
-                "O12",
-                "no Keras model archive (.keras) in the run: the head and the loss are not stated",
-            ),
-            Verdict::skip(
-                "O13",
-                "no Keras model archive (.keras) in the run: the head and the loss are not stated",
-            ),
-        ];
+        return vec![Verdict::skip(
+            "O12",
+            "no Keras model archive (.keras) in the run: the head and the loss are not stated",
+        )];
     };
     let entry = if m.binary_loss() {
         "O13"
@@ -49,23 +44,14 @@ pub fn output_loss(ctx: &ProbeCtx) -> Vec<Verdict> {
         let what = m
             .loss
             .as_deref()
-            .unwrap_or("no compiled loss (or one per output)");
-        return vec![
-            Verdict::skip(
-                "O12",
-                format!(
-                    "{}: loss {what}, not a cross-entropy over classes",
-                    m.path.display()
-                ),
+            .unwrap_or("none compiled (or one per output)");
+        return vec![Verdict::skip(
+            "O12",
+            format!(
+                "{}: loss {what}, not a cross-entropy over classes or a binary one",
+                m.path.display()
             ),
-            Verdict::skip(
-                "O13",
-                format!(
-                    "{}: loss {what}, not a binary cross-entropy",
-                    m.path.display()
-                ),
-            ),
-        ];
+        )];
     };
     vec![judge(entry, &m)]
 }
