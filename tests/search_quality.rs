@@ -379,6 +379,34 @@ fn heldout_set_is_scored() {
     }
 }
 
+/// A fresh set's own rules: each source once and in no other set, statements of at most
+/// `max_words` words, 1-3 known accepted ids or `uncovered`.
+fn check_fresh_set(
+    cat: &Catalog,
+    set: &[Phrasing],
+    others: &std::collections::HashSet<String>,
+    srcs: &mut std::collections::HashSet<String>,
+    max_words: usize,
+) {
+    for p in set {
+        assert!(srcs.insert(p.src.clone()), "duplicate source {}", p.src);
+        assert!(!others.contains(&p.src), "{} is in another set", p.src);
+        assert!(
+            p.q.split_whitespace().count() <= max_words,
+            "{:?}: over {max_words} words",
+            p.q
+        );
+        assert!(
+            p.uncovered == p.accept.is_empty() && p.accept.len() <= 3,
+            "{:?}: accept 1-3 ids or mark uncovered",
+            p.q
+        );
+        for a in &p.accept {
+            assert!(cat.entry(a).is_some(), "{:?} accepts unknown id {a}", p.q);
+        }
+    }
+}
+
 /// The fresh set, both halves printed (`cargo test --test search_quality fresh -- --nocapture`).
 /// Its sources are new to the project, so it is the nearest measure of words never seen; the
 /// tuning half may be tuned on (its misses are printed), the held-out half never. Only a floor
@@ -401,23 +429,7 @@ fn fresh_set_is_scored() {
     ] {
         let set = load_phrasings_from(file);
         assert!(set.len() >= 100, "{file}: {} statements", set.len());
-        for p in &set {
-            assert!(srcs.insert(p.src.clone()), "duplicate source {}", p.src);
-            assert!(!others.contains(&p.src), "{} is in another set", p.src);
-            assert!(
-                p.q.split_whitespace().count() <= 15,
-                "{:?}: over 15 words",
-                p.q
-            );
-            assert!(
-                p.uncovered == p.accept.is_empty() && p.accept.len() <= 3,
-                "{:?}: accept 1-3 ids or mark uncovered",
-                p.q
-            );
-            for a in &p.accept {
-                assert!(cat.entry(a).is_some(), "{:?} accepts unknown id {a}", p.q);
-            }
-        }
+        check_fresh_set(&cat, &set, &others, &mut srcs, 15);
         let (_, all, notes) = score_phrasings(&idx, &set, false);
         println!("{}", all.line(name));
         if file == FRESH_TUNE {
@@ -453,24 +465,13 @@ fn fresh2_set_is_scored() {
         .collect();
     let set = load_phrasings_from(FRESH2);
     assert!(set.len() >= 150, "{FRESH2}: {} statements", set.len());
-    let mut srcs = std::collections::HashSet::new();
-    for p in &set {
-        assert!(srcs.insert(p.src.clone()), "duplicate source {}", p.src);
-        assert!(!others.contains(&p.src), "{} is in another set", p.src);
-        assert!(
-            p.q.split_whitespace().count() <= 25,
-            "{:?}: over 25 words",
-            p.q
-        );
-        assert!(
-            p.uncovered == p.accept.is_empty() && p.accept.len() <= 3,
-            "{:?}: accept 1-3 ids or mark uncovered",
-            p.q
-        );
-        for a in &p.accept {
-            assert!(cat.entry(a).is_some(), "{:?} accepts unknown id {a}", p.q);
-        }
-    }
+    check_fresh_set(
+        &cat,
+        &set,
+        &others,
+        &mut std::collections::HashSet::new(),
+        25,
+    );
     let (tune, held): (Vec<_>, Vec<_>) = set.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
     let strip = |v: Vec<(usize, _)>| v.into_iter().map(|(_, p)| p).collect::<Vec<_>>();
     let mut tallies = Vec::new();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::torchzip::{entry_bytes, map_file, read_directory};
+use super::torchzip::{open_archive, text_member};
 use crate::error::{ReadError, Result};
 
 /// The model config member.
@@ -84,31 +84,16 @@ pub fn read(path: impl AsRef<Path>) -> Result<KerasModel> {
 }
 
 fn parse(path: &Path) -> Result<KerasModel> {
-    let (_file, map) = map_file(path)?;
-    if !map.starts_with(b"PK\x03\x04") {
-        return Err(ReadError::format(
-            path,
-            "not a zip archive (no zip signature)",
-        ));
-    }
-    let entries = read_directory(path, &map)?;
-    if !is_keras_members(entries.keys().map(String::as_str)) {
-        return Err(ReadError::format(
-            path,
-            "not a Keras v3 archive (no config.json and model.weights.h5 members)",
-        ));
-    }
+    let (_file, map, entries) = open_archive(
+        path,
+        |e| is_keras_members(e.keys().map(String::as_str)),
+        "not a Keras v3 archive (no config.json and model.weights.h5 members)",
+    )?;
     let member = |name: &str| -> Result<Option<Value>> {
         let Some(e) = entries.get(name) else {
             return Ok(None);
         };
-        if e.size as u64 > crate::limits::text_cap() {
-            return Err(ReadError::format(
-                path,
-                format!("member {name} is {} bytes, over the text read cap", e.size),
-            ));
-        }
-        let bytes = entry_bytes(path, &map, name, *e)?;
+        let bytes = text_member(path, &map, name, *e)?;
         serde_json::from_slice(bytes)
             .map(Some)
             .map_err(|e| ReadError::format(path, format!("{name}: not JSON ({e})")))

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::pickle::{self, lookup, Value};
-use super::torchzip::{entry_bytes, map_file, read_directory};
-use crate::error::{ReadError, Result};
+use super::torchzip::{entry_bytes, open_archive, text_member};
+use crate::error::Result;
 
 /// The policy weights member.
 pub const POLICY: &str = "policy.pth";
@@ -93,28 +93,12 @@ pub fn read(path: impl AsRef<Path>) -> Result<Sb3Archive> {
 }
 
 fn parse(path: &Path) -> Result<Sb3Archive> {
-    let (_file, map) = map_file(path)?;
-    if !map.starts_with(b"PK\x03\x04") {
-        return Err(ReadError::format(
-            path,
-            "not a zip archive (no zip signature)",
-        ));
-    }
-    let entries = read_directory(path, &map)?;
-    if !is_sb3_members(entries.keys().map(String::as_str)) {
-        return Err(ReadError::format(
-            path,
-            "not a Stable-Baselines3 archive (no policy.pth and data members)",
-        ));
-    }
-    let e = entries[DATA];
-    if e.size as u64 > crate::limits::text_cap() {
-        return Err(ReadError::format(
-            path,
-            format!("member data is {} bytes, over the text read cap", e.size),
-        ));
-    }
-    let data = entry_bytes(path, &map, DATA, e)?;
+    let (_file, map, entries) = open_archive(
+        path,
+        |e| is_sb3_members(e.keys().map(String::as_str)),
+        "not a Stable-Baselines3 archive (no policy.pth and data members)",
+    )?;
+    let data = text_member(path, &map, DATA, entries[DATA])?;
     let json = crate::pyjson::parse_py_json(path, data)?;
     let mut out = Sb3Archive {
         path: path.to_path_buf(),

@@ -316,6 +316,43 @@ impl TorchZip {
     }
 }
 
+/// A zip archive of one kind, mapped, with its directory: `is_kind` judges its member names and
+/// `not_kind` says what it is not ("not a Keras v3 archive (no config.json …)").
+pub(crate) fn open_archive(
+    path: &Path,
+    is_kind: impl Fn(&HashMap<String, Entry>) -> bool,
+    not_kind: &str,
+) -> Result<(File, GuardedMap, HashMap<String, Entry>)> {
+    let (file, map) = map_file(path)?;
+    if !map.starts_with(b"PK\x03\x04") {
+        return Err(ReadError::format(
+            path,
+            "not a zip archive (no zip signature)",
+        ));
+    }
+    let entries = read_directory(path, &map)?;
+    if !is_kind(&entries) {
+        return Err(ReadError::format(path, not_kind));
+    }
+    Ok((file, map, entries))
+}
+
+/// A text member's bytes (a JSON config): stored, and refused over the text read cap.
+pub(crate) fn text_member<'m>(
+    path: &Path,
+    map: &'m [u8],
+    name: &str,
+    e: Entry,
+) -> Result<&'m [u8]> {
+    if e.size as u64 > crate::limits::text_cap() {
+        return Err(ReadError::format(
+            path,
+            format!("member {name} is {} bytes, over the text read cap", e.size),
+        ));
+    }
+    entry_bytes(path, map, name, e)
+}
+
 /// The members of the zip archive in `map` (offsets relative to `map`), at most [`MAX_MEMBERS`].
 pub(crate) fn read_directory(path: &Path, map: &[u8]) -> Result<HashMap<String, Entry>> {
     let archive = zip::ZipArchive::new(Cursor::new(map))

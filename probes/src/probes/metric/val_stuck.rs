@@ -177,26 +177,60 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
         .value("carried", carried / learned)]
 }
 
+/// A run's training and evaluation accuracy as the accuracy forms read them.
+struct Accuracies<'a> {
+    /// The evaluation series (for evidence).
+    ev: &'a crate::metrics::Series,
+    /// Its finite values.
+    e: Vec<f64>,
+    /// 1 for fractions, 100 for percentages (any value above 1.5).
+    scale: f64,
+    /// The mean of the training accuracy's last fifth, and how many points that is.
+    train_tail: f64,
+    tail_n: usize,
+}
+
+/// Both accuracies, when logged, with at least 5 training points.
+fn accuracies<'a>(ctx: &ProbeCtx<'a>) -> Option<Accuracies<'a>> {
+    let m = ctx.run.metrics();
+    let (tr, ev) = (m.get("accuracy")?, m.get("eval_accuracy")?);
+    let (t, e) = (finite_values(tr), finite_values(ev));
+    if t.len() < 5 {
+        return None;
+    }
+    let scale = if t.iter().chain(&e).any(|v| *v > 1.5) {
+        100.0
+    } else {
+        1.0
+    };
+    let tail_n = (t.len() / 5).max(1);
+    let train_tail = t[t.len() - tail_n..].iter().sum::<f64>() / tail_n as f64;
+    Some(Accuracies {
+        ev,
+        e,
+        scale,
+        train_tail,
+        tail_n,
+    })
+}
+
 /// Accuracy's form of the same question: the training accuracy ends at half its scale or
 /// more while the last `min_evals` evaluations score about nothing (≤ 1% of the scale: below
 /// any chance level but a thousand classes'). A model that fits its training set and scores
 /// 0 on held-out data is reading labels that do not belong to the held-out inputs (a class
 /// index shifted between splits, another label map).
 fn accuracy_at_zero(ctx: &ProbeCtx, min_evals: f64) -> Option<Verdict> {
-    let m = ctx.run.metrics();
-    let (tr, ev) = (m.get("accuracy")?, m.get("eval_accuracy")?);
-    let (t, e) = (finite_values(tr), finite_values(ev));
-    let scale = if t.iter().chain(&e).any(|v| *v > 1.5) {
-        100.0
-    } else {
-        1.0
-    };
+    let Accuracies {
+        ev,
+        e,
+        scale,
+        train_tail,
+        tail_n,
+    } = accuracies(ctx)?;
     let k = min_evals.max(1.0) as usize;
-    if e.len() < k || t.len() < 5 {
+    if e.len() < k {
         return None;
     }
-    let tail_n = (t.len() / 5).max(1);
-    let train_tail = t[t.len() - tail_n..].iter().sum::<f64>() / tail_n as f64;
     let last = &e[e.len() - k..];
     let zero = last.iter().all(|v| *v <= 0.01 * scale);
     if !(zero && train_tail >= 0.5 * scale) {
@@ -229,22 +263,18 @@ fn accuracy_at_zero(ctx: &ProbeCtx, min_evals: f64) -> Option<Verdict> {
 /// imbalanced training set also scores chance on a balanced validation set: the message names it.)
 fn accuracy_at_chance(ctx: &ProbeCtx, min_evals: f64) -> Option<Verdict> {
     let classes = ctx.facts.u64("num_classes").filter(|c| *c >= 2)?;
-    let m = ctx.run.metrics();
-    let (tr, ev) = (m.get("accuracy")?, m.get("eval_accuracy")?);
-    let (t, e) = (finite_values(tr), finite_values(ev));
-    let scale = if t.iter().chain(&e).any(|v| *v > 1.5) {
-        100.0
-    } else {
-        1.0
-    };
-    let k = min_evals.max(1.0) as usize;
-    if e.len() < k.max(3) || t.len() < 5 {
+    let Accuracies {
+        ev,
+        e,
+        scale,
+        train_tail,
+        tail_n,
+    } = accuracies(ctx)?;
+    if e.len() < (min_evals.max(1.0) as usize).max(3) {
         return None;
     }
     let chance = scale / classes as f64;
     let band = 0.05 * (scale - chance);
-    let tail_n = (t.len() / 5).max(1);
-    let train_tail = t[t.len() - tail_n..].iter().sum::<f64>() / tail_n as f64;
     let best = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     // The typical evaluation sits in the band, and none clears it twice over: with many
     // evaluations on a finite set, the best of them wanders above chance by noise alone.
