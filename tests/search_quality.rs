@@ -618,6 +618,12 @@ fn problems_outside_the_catalog_are_named_and_never_confident() {
             "RuntimeError: Trying to backward through the graph a second time",
             "model code",
         ),
+        // A serving engine and a word of speed anywhere in the query, no one phrase.
+        (
+            "Qwen served by sglang gets only 40 tokens/s on an A100",
+            "inference speed",
+        ),
+        ("throughput with vLLM is far too slow for us", "inference speed"),
     ] {
         let r = idx.search_ranked(q, 3, None).unwrap();
         assert!(!r.confidence.confident, "{q}");
@@ -641,4 +647,19 @@ fn problems_outside_the_catalog_are_named_and_never_confident() {
         .unwrap();
     assert!(r.confidence.confident);
     assert_eq!(r.hits[0].id, "U2");
+}
+
+#[test]
+fn a_serving_engine_alone_or_a_slow_training_step_is_not_outside() {
+    let cat = Catalog::embedded().unwrap();
+    let idx = SearchIndex::build(&cat).unwrap();
+    // vLLM inside a training run, and slow training steps, are the catalog's.
+    for q in [
+        "GRPO with use_vllm=True: reward is flat and grad_norm is 0",
+        "training is slow, GPU utilization sits at 30% and the dataloader is the bottleneck",
+    ] {
+        let r = idx.search_ranked(q, 3, None).unwrap();
+        assert!(r.confidence.outside.is_none(), "{q}: {:?}", r.confidence);
+        assert!(r.confidence.confident, "{q}: {:?}", r.confidence);
+    }
 }

@@ -338,7 +338,11 @@ pub fn lint(cat: &Catalog, opts: &LintOptions) -> Vec<Problem> {
                 format!("outside topic {:?} needs a name and phrases", t.topic),
             ));
         }
-        if t.phrases.iter().any(|p| p.trim().is_empty()) {
+        if t.phrases.iter().any(|p| p.trim().is_empty())
+            || t.together
+                .iter()
+                .any(|l| l.is_empty() || l.iter().any(|p| p.trim().is_empty()))
+        {
             out.push(err(
                 &vocab_origin,
                 format!("outside topic {:?} has a blank phrase", t.topic),

@@ -179,6 +179,11 @@ pub struct OutsideTopic {
     pub topic: String,
     /// Phrases (matched word for word, after stemming) that name it.
     pub phrases: Vec<String>,
+    /// Lists of which the query holds a member of each, anywhere, naming the topic together
+    /// when no one phrase does (a serving engine and a word of speed: "the speed is slow when
+    /// I use vllm").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub together: Vec<Vec<String>>,
 }
 
 impl Vocabulary {

@@ -123,6 +123,8 @@ pub(super) struct Lexicon {
     cues: Vec<(Vec<u32>, Domain)>,
     /// Phrases naming a kind of problem outside the catalog, with the topic's name.
     outside: Vec<(Vec<u32>, String)>,
+    /// Lists of phrases naming such a topic together (one of each list), with its name.
+    outside_together: Vec<(Vec<Vec<Vec<u32>>>, String)>,
     /// Names of methods a run chooses (stemmed words), with their group.
     methods: Vec<(Vec<u32>, usize)>,
     /// Per entry: the method groups its title names outside parentheses (its scope).
@@ -456,12 +458,26 @@ impl LexiconBuilder {
             }
         }
         let mut outside = Vec::new();
+        let mut outside_together = Vec::new();
         for t in &cat.vocab.outside {
             for p in &t.phrases {
                 let w = self.vocab_text(p, &mut an, &mut buf);
                 if !w.is_empty() {
                     outside.push((w, t.topic.clone()));
                 }
+            }
+            if !t.together.is_empty() {
+                let lists: Vec<Vec<Vec<u32>>> = t
+                    .together
+                    .iter()
+                    .map(|list| {
+                        list.iter()
+                            .map(|p| self.vocab_text(p, &mut an, &mut buf))
+                            .filter(|w| !w.is_empty())
+                            .collect()
+                    })
+                    .collect();
+                outside_together.push((lists, t.topic.clone()));
             }
         }
         let mut methods = Vec::new();
@@ -547,6 +563,7 @@ impl LexiconBuilder {
             groups,
             cues,
             outside,
+            outside_together,
             methods,
             entry_methods,
             errors: self.errors,
@@ -851,7 +868,17 @@ impl Lexicon {
             .outside
             .iter()
             .find(|(p, _)| contains_loose_run(&ids, p))
-            .map(|(_, t)| t.clone());
+            .map(|(_, t)| t.clone())
+            .or_else(|| {
+                self.outside_together
+                    .iter()
+                    .find(|(lists, _)| {
+                        lists
+                            .iter()
+                            .all(|list| list.iter().any(|p| contains_run(&ids, p)))
+                    })
+                    .map(|(_, t)| t.clone())
+            });
         for (m, g) in &self.methods {
             if !plan.methods.contains(g) && contains_run(&ids, m) {
                 plan.methods.push(*g);
