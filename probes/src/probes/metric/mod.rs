@@ -27,6 +27,7 @@ mod signal_tests;
 pub mod systems;
 #[cfg(test)]
 mod tests;
+pub mod val_scale;
 pub mod val_stuck;
 #[cfg(test)]
 mod verdict_tests;
@@ -42,6 +43,7 @@ pub const SPECS: &[ProbeSpec] = &[
     loss::LOSS_TREND,
     loss::VAL_GAP,
     val_stuck::VAL_STUCK,
+    val_scale::VAL_SCALE,
     loss::LOSS_DEGENERATE,
     loss_floor::LOSS_FLOOR,
     divergence::NAN_ONSET,
