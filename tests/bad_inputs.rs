@@ -157,6 +157,36 @@ fn a_run_made_of_bad_files_checks_with_skips_and_names_them() {
 }
 
 #[test]
+fn a_truncated_keras_archive_is_unreadable_not_merely_hdf5() {
+    let dir = tempfile::tempdir().unwrap();
+    let field = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/field/keras_sensors_healthy");
+    std::fs::copy(field.join("training.log"), dir.path().join("training.log")).unwrap();
+    let whole = std::fs::read(field.join("best.keras")).unwrap();
+    std::fs::write(dir.path().join("best.keras"), &whole[..whole.len() / 2]).unwrap();
+    let out = mlt()
+        .arg("check")
+        .arg(dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let problems = v["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| {
+            let p = p.as_str().unwrap();
+            p.contains("best.keras") && p.contains("zip") && !p.contains('\n')
+        }),
+        "{problems:?}"
+    );
+    let out = mlt().arg("inspect").arg(dir.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("best.keras")).unwrap();
+    assert!(line.contains("unreadable"), "{line}");
+    assert!(!line.contains("HDF5"), "{line}");
+}
+
+#[test]
 fn a_broken_dcp_checkpoint_is_named_by_check_and_refused_by_inspect() {
     // A torch.distributed.checkpoint folder whose .metadata is not a pickle.
     let dir = tempfile::tempdir().unwrap();

@@ -421,6 +421,18 @@ fn read_event_dir(
 
 pub(super) fn config_problems(run: &Run) -> Vec<String> {
     let mut out = Vec::new();
+    // A Keras v3 archive is read for its config (its head and loss): one that does not open is
+    // unreadable, not merely HDF5 weights left unread.
+    for a in run.of_kind(ArtifactKind::Hdf5Weights) {
+        if a.path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("keras"))
+        {
+            if let Err(e) = crate::tensors::keras::read(&a.path) {
+                out.push(e.to_string());
+            }
+        }
+    }
     for a in run.configs() {
         let r = match a.kind {
             ArtifactKind::ModelConfig | ArtifactKind::GenerationConfig => {
