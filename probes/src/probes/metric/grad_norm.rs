@@ -79,6 +79,18 @@ pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
             "pass",
             "first-step gradient norm in the healthy band".into(),
         )
+    } else if g > phi && ctx.profile.init.value != crate::profile::Init::Scratch {
+        // The band is a from-scratch init's: a fine-tune's fresh head on a trained body, or a
+        // run whose start is not known, may begin with a larger gradient; only the fail band
+        // (a broken init, a summed loss) is beyond any start.
+        return vec![Verdict::skip(
+            "S1.2",
+            format!(
+                "grad_norm(step {}) = {} is above the from-scratch band's {phi} but under {fhi}, and the run is not known to start from random weights (a fine-tune's new head starts larger): --fact init=scratch to judge it",
+                first.step,
+                fmt(g)
+            ),
+        )];
     } else if g > phi {
         (
             Status::Warn,

@@ -434,7 +434,19 @@ pub fn val_gap(ctx: &ProbeCtx) -> Vec<Verdict> {
     } else if still_best && gap > abs_min && gap / t.abs().max(1e-12) > rel_over {
         (Status::Pass, "pass", format!("validation loss is {:.0}% above the training loss but still at its best at the last eval: a generalisation gap while both improve, not overfitting (that shows as validation rising)", 100.0 * gap / t.abs().max(1e-12)))
     } else if gap < -leak && -gap / t.abs().max(1e-12) > leak_rel {
-        (Status::Warn, "leak", "validation loss sits well below training loss: the val set may contain training items (leak) — or heavy dropout/augmentation only in training".to_string())
+        // The leak leaf needs the ordinary causes ruled out first: training-only regularisation
+        // (dropout, label smoothing, input noise, augmentation, mixup) puts validation below
+        // training in healthy runs, and a log cannot say whether any is on. A leak of training
+        // items brings validation down to training, not clearly below it. Not judged.
+        return vec![Verdict::skip(
+            "S4.2",
+            format!(
+                "validation sits {} below training at step {step} (val {}, train EMA {}): what training-only regularisation does (dropout, label smoothing, augmentation); a log cannot rule that out, so a leak (training items in the val set) is not judged — with all of it off, compare both losses in eval mode",
+                fmt(-gap),
+                fmt(v),
+                fmt(t)
+            ),
+        )];
     } else {
         (
             Status::Pass,

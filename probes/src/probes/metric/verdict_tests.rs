@@ -129,8 +129,19 @@ fn a_fine_tune_is_not_judged_by_a_from_scratch_band() {
     let p = thresholds("first_grad_norm");
     let v = ask(first_grad_norm, &run, &[], p.clone());
     assert_eq!((v.status, v.outcome.as_str()), (Status::Warn, "small"));
-    let v = ask(first_grad_norm, &run, &["from_scratch=false"], p);
+    let v = ask(first_grad_norm, &run, &["from_scratch=false"], p.clone());
     assert_eq!(v.status, Status::Pass, "{v:?}");
+    // Large but under the fail band: a from-scratch run warns; a run not known to start from
+    // random weights (a fresh head on a trained body starts larger) is not judged; far above
+    // the band fails whatever the start.
+    let large = run_with(&[("grad_norm", (1..=20).map(|t| (t * 10, 12.0)).collect())]);
+    let v = ask(first_grad_norm, &large, &["init=scratch"], p.clone());
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Warn, "large"));
+    let v = ask(first_grad_norm, &large, &[], p.clone());
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    assert!(v.message.contains("init=scratch"), "{v:?}");
+    let huge = run_with(&[("grad_norm", (1..=20).map(|t| (t * 10, 150.0)).collect())]);
+    assert_eq!(ask(first_grad_norm, &huge, &[], p).status, Status::Fail);
     // A fine-tune whose loss barely moves may have started at its floor: skip, not "slow".
     let flat: Vec<(u64, f64)> = (1..=200).map(|t| (t, 1.614 - 2e-5 * t as f64)).collect();
     let run = run_with(&[("loss", flat)]);
