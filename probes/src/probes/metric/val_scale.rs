@@ -4,6 +4,7 @@
 //! `ratio` times that level is not the same computation: inputs left unscaled or normalised
 //! differently in the eval pipeline (V1), a sum where training takes a mean, another loss.
 
+use super::val_stuck::{loss_pair, LossPair};
 use crate::probe::{ProbeCtx, ProbeSpec, Status, Verdict};
 use crate::probes::util::*;
 
@@ -35,41 +36,24 @@ pub fn val_scale(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, E, "gap_min"),
         p!(ctx, E, "min_evals"),
     );
-    let m = ctx.run.metrics();
-    let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
-        return vec![Verdict::skip(
-            E,
-            "needs both a training loss and an eval/val loss series",
-        )];
+    let LossPair {
+        tr,
+        ev,
+        train,
+        evals,
+        head_n,
+        l0,
+    } = match loss_pair(
+        ctx,
+        E,
+        min_evals,
+        3,
+        "needs both a training loss and an eval/val loss series",
+        "no starting level to compare validation with",
+    ) {
+        Ok(p) => p,
+        Err(v) => return v,
     };
-    let (train, evals) = (finite_points(tr), finite_points(ev));
-    if (evals.len() as f64) < min_evals || train.len() < 3 {
-        return vec![Verdict::skip(
-            E,
-            format!(
-                "{} eval point(s) and {} training point(s): too few to tell",
-                evals.len(),
-                train.len()
-            ),
-        )];
-    }
-    let starts = match tr.unit {
-        crate::metrics::Unit::Epoch => train.first().is_some_and(|p| p.0 <= 1),
-        crate::metrics::Unit::Step => {
-            ctx.profile.sees_run_start() && ctx.profile.resumed_at.value.is_none()
-        }
-    };
-    if !starts {
-        return vec![Verdict::skip(
-            E,
-            "the training log does not start at the run's start: no starting level to compare validation with",
-        )];
-    }
-    let head_n = match tr.unit {
-        crate::metrics::Unit::Epoch => 1,
-        crate::metrics::Unit::Step => (train.len() / 20).clamp(1, 5),
-    };
-    let l0 = median(&train[..head_n].iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(f64::NAN);
     let (best_at, best) = evals
         .iter()
         .copied()

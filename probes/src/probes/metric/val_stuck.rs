@@ -39,42 +39,28 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
         p!(ctx, E, "start_still"),
         p!(ctx, E, "min_evals"),
     );
-    let m = ctx.run.metrics();
     if let Some(v) = accuracy_at_zero(ctx, min_evals).or_else(|| accuracy_at_chance(ctx, min_evals))
     {
         return vec![v];
     }
-    let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
-        return vec![Verdict::skip(
-            E,
-            "needs both a training loss and an eval/val loss series (or a training and an eval accuracy)",
-        )];
+    let LossPair {
+        tr,
+        ev,
+        train,
+        evals,
+        head_n,
+        l0,
+    } = match loss_pair(
+        ctx,
+        E,
+        min_evals,
+        5,
+        "needs both a training loss and an eval/val loss series (or a training and an eval accuracy)",
+        "no untrained level to measure from",
+    ) {
+        Ok(p) => p,
+        Err(v) => return v,
     };
-    let (train, evals) = (finite_points(tr), finite_points(ev));
-    if (evals.len() as f64) < min_evals || train.len() < 5 {
-        return vec![Verdict::skip(
-            E,
-            format!(
-                "{} eval point(s) and {} training point(s): too few to tell",
-                evals.len(),
-                train.len()
-            ),
-        )];
-    }
-    // The first training point must be the run's start: a log that begins mid-run (resumed)
-    // has no untrained level to measure from.
-    let starts = match tr.unit {
-        crate::metrics::Unit::Epoch => train.first().is_some_and(|p| p.0 <= 1),
-        crate::metrics::Unit::Step => {
-            ctx.profile.sees_run_start() && ctx.profile.resumed_at.value.is_none()
-        }
-    };
-    if !starts {
-        return vec![Verdict::skip(
-            E,
-            "the training log does not start at the run's start: no untrained level to measure from",
-        )];
-    }
     // An epoch log's first point is the mean over a whole epoch of training, and its first eval
     // comes after it: neither shows the level training started from, so whether the training
     // loss had moved by the first eval cannot be seen. Only a run known to start from random
@@ -87,13 +73,6 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
             "the loss is logged once per epoch and the run is not known to start from random weights: its first epoch mean is not an untrained level",
         )];
     }
-    // A step log's first points are single batches: their median is the untrained level. An
-    // epoch log's first point is already a mean.
-    let head_n = match tr.unit {
-        crate::metrics::Unit::Epoch => 1,
-        crate::metrics::Unit::Step => (train.len() / 20).clamp(1, 5),
-    };
-    let l0 = median(&train[..head_n].iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(f64::NAN);
     let tail_n = (train.len() / 5).max(1);
     let tail = train[train.len() - tail_n..]
         .iter()
@@ -175,6 +154,71 @@ pub fn val_stuck(ctx: &ProbeCtx) -> Vec<Verdict> {
         ))
         .evidence(ev_all)
         .value("carried", carried / learned)]
+}
+
+/// A run's training and validation losses, their finite points, and the level training started
+/// from: the median of its first few logged batches (a step log's first points are single
+/// batches), or its first epoch's mean (`head_n` points).
+pub(super) struct LossPair<'a> {
+    pub tr: &'a crate::metrics::Series,
+    pub ev: &'a crate::metrics::Series,
+    pub train: Vec<(u64, f64)>,
+    pub evals: Vec<(u64, f64)>,
+    pub head_n: usize,
+    pub l0: f64,
+}
+
+/// Both loss series with at least `min_evals` evals and `min_train` training points, in a log that
+/// starts at the run's start (a log that begins mid-run, resumed, has no starting level); else
+/// the skip verdict for entry `e`, saying `missing` or, for a late start, `no_start`.
+pub(super) fn loss_pair<'a>(
+    ctx: &ProbeCtx<'a>,
+    e: &str,
+    min_evals: f64,
+    min_train: usize,
+    missing: &str,
+    no_start: &str,
+) -> Result<LossPair<'a>, Vec<Verdict>> {
+    let m = ctx.run.metrics();
+    let (Some(tr), Some(ev)) = (m.get("loss"), m.get("eval_loss")) else {
+        return Err(vec![Verdict::skip(e, missing)]);
+    };
+    let (train, evals) = (finite_points(tr), finite_points(ev));
+    if (evals.len() as f64) < min_evals || train.len() < min_train {
+        return Err(vec![Verdict::skip(
+            e,
+            format!(
+                "{} eval point(s) and {} training point(s): too few to tell",
+                evals.len(),
+                train.len()
+            ),
+        )]);
+    }
+    let starts = match tr.unit {
+        crate::metrics::Unit::Epoch => train.first().is_some_and(|p| p.0 <= 1),
+        crate::metrics::Unit::Step => {
+            ctx.profile.sees_run_start() && ctx.profile.resumed_at.value.is_none()
+        }
+    };
+    if !starts {
+        return Err(vec![Verdict::skip(
+            e,
+            format!("the training log does not start at the run's start: {no_start}"),
+        )]);
+    }
+    let head_n = match tr.unit {
+        crate::metrics::Unit::Epoch => 1,
+        crate::metrics::Unit::Step => (train.len() / 20).clamp(1, 5),
+    };
+    let l0 = median(&train[..head_n].iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(f64::NAN);
+    Ok(LossPair {
+        tr,
+        ev,
+        train,
+        evals,
+        head_n,
+        l0,
+    })
 }
 
 /// A run's training and evaluation accuracy as the accuracy forms read them.
