@@ -11,7 +11,7 @@ use crate::run::Run;
 mod applies;
 mod logs;
 mod phase;
-mod start;
+pub(crate) mod start;
 
 pub use applies::{Applies, AppliesError, Need};
 pub use logs::Logging;

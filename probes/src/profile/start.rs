@@ -156,7 +156,7 @@ pub(super) fn resumed(
 }
 
 /// ln V (or ln C) the phase's cross-entropy starts at.
-fn chance_loss(facts: &Facts, phase: Phase) -> Option<f64> {
+pub(crate) fn chance_loss(facts: &Facts, phase: Phase) -> Option<f64> {
     let v = facts.u64("vocab_size").filter(|v| *v > 1);
     let c = facts.u64("num_classes").filter(|c| *c > 1);
     // A classifier's chance loss is ln C only: its config's vocabulary belongs to the encoder.

@@ -79,14 +79,15 @@ pub fn first_grad_norm(ctx: &ProbeCtx) -> Vec<Verdict> {
             "pass",
             "first-step gradient norm in the healthy band".into(),
         )
-    } else if g > phi && ctx.profile.init.value != crate::profile::Init::Scratch {
-        // The band is a from-scratch init's: a fine-tune's fresh head on a trained body, or a
-        // run whose start is not known, may begin with a larger gradient; only the fail band
-        // (a broken init, a summed loss) is beyond any start.
+    } else if g > phi && !looks_untrained(ctx, max_first) {
+        // The band is a from-scratch init's: a fine-tune's fresh head on a trained body starts
+        // with a larger gradient. Judged on a run known to start from random weights or whose
+        // first loss sits at or above chance (untrained, or a broken init); otherwise only the
+        // fail band (a broken init, a summed loss) is beyond any start.
         return vec![Verdict::skip(
             "S1.2",
             format!(
-                "grad_norm(step {}) = {} is above the from-scratch band's {phi} but under {fhi}, and the run is not known to start from random weights (a fine-tune's new head starts larger): --fact init=scratch to judge it",
+                "grad_norm(step {}) = {} is above the from-scratch band's {phi} but under {fhi}, and the run is not known to start from random weights nor does its first loss sit at chance (a fine-tune's new head starts larger): --fact init=scratch to judge it",
                 first.step,
                 fmt(g)
             ),
@@ -591,4 +592,25 @@ pub(crate) fn loss_converged(ctx: &ProbeCtx) -> bool {
     };
     let (head, _, tail) = quarters(&v);
     head > 0.0 && tail >= 0.0 && tail <= 0.05 * head
+}
+
+/// Does the run start untrained: known to start from random weights, or not known to be a
+/// fine-tune and its first loss (within `max_first` steps) at or above the phase's chance level
+/// (ln V or ln C, when the vocabulary or class count is known)?
+fn looks_untrained(ctx: &ProbeCtx, max_first: f64) -> bool {
+    use crate::profile::Init;
+    match ctx.profile.init.value {
+        Init::Scratch => true,
+        Init::Pretrained | Init::Adapter => false,
+        _ => {
+            let chance = crate::profile::start::chance_loss(ctx.facts, ctx.profile.phase.value);
+            let first = ctx
+                .run
+                .metrics()
+                .get("loss")
+                .and_then(first_finite)
+                .filter(|p| p.step as f64 <= max_first);
+            matches!((chance, first), (Some(c), Some(p)) if p.value >= c)
+        }
+    }
 }

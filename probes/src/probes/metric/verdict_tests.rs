@@ -140,6 +140,28 @@ fn a_fine_tune_is_not_judged_by_a_from_scratch_band() {
     let v = ask(first_grad_norm, &large, &[], p.clone());
     assert_eq!(v.status, Status::Skip, "{v:?}");
     assert!(v.message.contains("init=scratch"), "{v:?}");
+    // Its start not stated, but its first loss at or above chance: it looks untrained (or its
+    // init is broken), so the band applies; a first loss under chance looks trained.
+    let at_chance = |l0: f64| {
+        run_with(&[
+            ("grad_norm", (1..=20).map(|t| (t * 10, 12.0)).collect()),
+            ("loss", (1..=20).map(|t| (t * 10, l0)).collect()),
+        ])
+    };
+    let v = ask(
+        first_grad_norm,
+        &at_chance(28.7),
+        &["vocab_size=512"],
+        p.clone(),
+    );
+    assert_eq!(v.status, Status::Warn, "{v:?}");
+    let v = ask(
+        first_grad_norm,
+        &at_chance(0.78),
+        &["num_classes=4"],
+        p.clone(),
+    );
+    assert_eq!(v.status, Status::Skip, "{v:?}");
     let huge = run_with(&[("grad_norm", (1..=20).map(|t| (t * 10, 150.0)).collect())]);
     assert_eq!(ask(first_grad_norm, &huge, &[], p).status, Status::Fail);
     // A fine-tune whose loss barely moves may have started at its floor: skip, not "slow".
