@@ -64,10 +64,8 @@ pub fn val_scale(ctx: &ProbeCtx) -> Vec<Verdict> {
     } else {
         ratio_pretrained
     };
-    let classes = ["num_classes", "vocab_size"]
-        .iter()
-        .find_map(|k| ctx.facts.get(k).and_then(|v| v.parse::<f64>().ok()))
-        .filter(|c| *c >= 2.0);
+    // Uniform guessing's loss, ln C or ln V, as the profile's start check defines it.
+    let chance = crate::profile::start::chance_loss(ctx.facts, ctx.profile.phase.value);
     let measured = format!(
         "validation best {} at {} {} (first {} at {} {}); training started at {} ({} {}..{})",
         fmt(best),
@@ -83,11 +81,11 @@ pub fn val_scale(ctx: &ProbeCtx) -> Vec<Verdict> {
     );
     let expected = format!(
         "validation comes within {ratio:.0}× the training loss's starting level at least once{}",
-        classes
-            .map(|c| format!(", or stays under 2 ln C = {}", fmt(2.0 * c.ln())))
+        chance
+            .map(|c| format!(", or stays under 2 ln C = {}", fmt(2.0 * c)))
             .unwrap_or_default()
     );
-    let beyond_guessing = classes.is_none_or(|c| best >= 2.0 * c.ln());
+    let beyond_guessing = chance.is_none_or(|c| best >= 2.0 * c);
     if l0 > 0.0 && best >= ratio * l0 && best - l0 >= gap_min && beyond_guessing {
         return vec![Verdict::new(E, Status::Fail, "scale")
             .measured(measured)
