@@ -556,6 +556,33 @@ fn falling_kind_loss(ctx: &ProbeCtx) -> Option<Vec<f64>> {
     (v.len() >= 8).then_some(v)
 }
 
+/// Does a preference-optimisation run learn, by its own signal? Its loss can sit on an offset
+/// (IPO's squared distance to 1/(2β) starts at 25 for β 0.1 and falls a few percent while the
+/// policy learns; hinge and KTO losses have floors of their own), so the loss's relative drop
+/// does not say; the reward margin, chosen over rejected, does. Learning: the margin's last
+/// quarter positive and above its first, and, where logged, the reward accuracy's last quarter
+/// above a coin flip.
+fn preference_learning(ctx: &ProbeCtx) -> bool {
+    use crate::profile::{Phase, Sure};
+    if ctx.profile.phase.value != Phase::Dpo || ctx.profile.phase.sure < Sure::Medium {
+        return false;
+    }
+    let m = ctx.run.metrics();
+    let Some(margins) = m.get("rewards/margins").map(finite_values) else {
+        return false;
+    };
+    if margins.len() < 8 {
+        return false;
+    }
+    let (head, _, tail) = quarters(&margins);
+    let accurate = m
+        .get("rewards/accuracies")
+        .map(finite_values)
+        .filter(|a| a.len() >= 8)
+        .is_none_or(|a| quarters(&a).2 > 0.5);
+    tail > 0.0 && tail > head && accurate
+}
+
 /// Means of the first quarter, the middle half and the last quarter.
 fn quarters(v: &[f64]) -> (f64, f64, f64) {
     let q = (v.len() / 4).max(1);
@@ -571,6 +598,9 @@ fn quarters(v: &[f64]) -> (f64, f64, f64) {
 /// 10% under its first and not above its middle (no late climb); in a resumed segment (which
 /// starts near its floor), not rising by more than 2%.
 pub(crate) fn loss_improving(ctx: &ProbeCtx) -> bool {
+    if preference_learning(ctx) {
+        return true;
+    }
     let Some(v) = falling_kind_loss(ctx) else {
         return false;
     };
@@ -599,8 +629,10 @@ pub(crate) fn loss_converged(ctx: &ProbeCtx) -> bool {
 /// (ln V or ln C, when the vocabulary or class count is known)?
 fn looks_untrained(ctx: &ProbeCtx, max_first: f64) -> bool {
     use crate::profile::Init;
+    // An init inferred from the first loss alone (Low) is checked against chance here as if
+    // unknown: the profile's "at ln V" tolerance is wider than "at or above chance".
     match ctx.profile.init.value {
-        Init::Scratch => true,
+        Init::Scratch if ctx.profile.init.sure >= crate::profile::Sure::Medium => true,
         Init::Pretrained | Init::Adapter => false,
         _ => {
             let chance = crate::profile::start::chance_loss(ctx.facts, ctx.profile.phase.value);

@@ -43,6 +43,49 @@ fn a_grad_norm_above_the_band_while_the_loss_learns_is_not_always_clipping() {
 }
 
 #[test]
+fn a_preference_run_learns_by_its_margin_not_its_loss_offset() {
+    // IPO with beta 0.1 (TRL's loss_type="ipo"): the loss starts at (1/(2*0.1))^2 = 25 and falls
+    // 9% in 40 steps while the margin grows and the pre-clip norm sits at 20 over a clip of 1.
+    let dpo = |margin_to: f64, acc: f64| {
+        run_with(&[
+            (
+                "loss",
+                (1..=20).map(|i| (i * 2, 25.0 - 0.11 * i as f64)).collect(),
+            ),
+            ("grad_norm", (1..=20).map(|i| (i * 2, 20.0)).collect()),
+            (
+                "rewards/margins",
+                (1..=20)
+                    .map(|i| (i * 2, margin_to * i as f64 / 20.0))
+                    .collect(),
+            ),
+            (
+                "rewards/accuracies",
+                (1..=20).map(|i| (i * 2, acc)).collect(),
+            ),
+        ])
+    };
+    let p = thresholds("grad_norm_band");
+    let v = ask(
+        grad_norm_band,
+        &dpo(0.34, 0.8),
+        &["max_grad_norm=1.0"],
+        p.clone(),
+    );
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // No margin grows, or the rewards rank no better than a coin flip: always clipping.
+    let v = ask(
+        grad_norm_band,
+        &dpo(0.0, 0.8),
+        &["max_grad_norm=1.0"],
+        p.clone(),
+    );
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "high"));
+    let v = ask(grad_norm_band, &dpo(0.34, 0.45), &["max_grad_norm=1.0"], p);
+    assert_eq!((v.status, v.outcome.as_str()), (Status::Fail, "high"));
+}
+
+#[test]
 fn vanishing_gradients_after_convergence_are_a_minimum_not_dead_training() {
     let run = run_with(&[
         (

@@ -162,6 +162,39 @@ fn a_fine_tune_is_not_judged_by_a_from_scratch_band() {
         p.clone(),
     );
     assert_eq!(v.status, Status::Skip, "{v:?}");
+    // An init inferred from the first loss alone ("at ln V" allows 0.5 either side) is checked
+    // against chance itself: an SFT run starting at 3.48 under ln 48 = 3.87 is not judged, one
+    // starting at 3.95 is.
+    let sft = |l0: f64| {
+        run_with(&[
+            ("grad_norm", (1..=20).map(|t| (t, 15.0)).collect()),
+            (
+                "loss",
+                (1..=20).map(|t| (t, l0 - 0.02 * t as f64)).collect(),
+            ),
+        ])
+    };
+    let facts = crate::facts::Facts::from_args(&["vocab_size=48", "phase=sft"]).unwrap();
+    let below = sft(3.50);
+    let profile = crate::profile::Profile::of(&below, &facts);
+    assert_eq!(
+        (profile.init.value, profile.init.sure),
+        (crate::profile::Init::Scratch, crate::profile::Sure::Low)
+    );
+    let v = ask(
+        first_grad_norm,
+        &below,
+        &["vocab_size=48", "phase=sft"],
+        p.clone(),
+    );
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    let v = ask(
+        first_grad_norm,
+        &sft(3.97),
+        &["vocab_size=48", "phase=sft"],
+        p.clone(),
+    );
+    assert_eq!(v.status, Status::Warn, "{v:?}");
     let huge = run_with(&[("grad_norm", (1..=20).map(|t| (t * 10, 150.0)).collect())]);
     assert_eq!(ask(first_grad_norm, &huge, &[], p).status, Status::Fail);
     // A fine-tune whose loss barely moves may have started at its floor: skip, not "slow".
