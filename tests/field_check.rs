@@ -269,3 +269,35 @@ fn sb3_runs_are_resumed_where_their_archives_say() {
     assert_eq!(at("sb3_sac_healthy"), None);
     assert_eq!(at("sb3_dqn_resumed_healthy"), Some(10_000));
 }
+
+/// Ignite saves `{"model", "optimizer", "trainer": {"iteration", "epoch_length", …}}` and names
+/// best checkpoints by epoch (`best_checkpoint_9_val_acc=…`) and the last by iteration
+/// (`checkpoint_276`): the loop's own counter places each, and a TensorBoard log written once
+/// per epoch at step = epoch counts epochs. A network whose gradient stopped everywhere (Adam lr
+/// 100× too high) is neither "LR too small" (O7) nor "frozen layers" (O17): the loss sitting at
+/// chance (S4.1) is what is named.
+#[test]
+fn ignite_checkpoints_are_placed_by_the_loop_state_and_a_dead_network_is_not_frozen() {
+    let cat = Catalog::embedded().unwrap();
+    let run = Run::discover(&corpus().join("ignite_b5_lr_dead")).unwrap();
+    let r = check(&cat, &run, &Facts::default(), &Compute::cpu(), None);
+    let by = |probe: &str| r.findings.iter().find(|f| f.probe == probe).unwrap();
+    let s41 = by("loss_trend");
+    assert_eq!(s41.status, Status::Warn, "{s41:#?}");
+    assert!(s41.measured.contains("loss per epoch"), "{s41:#?}");
+    for probe in ["update_ratio", "frozen_drift"] {
+        let f = by(probe);
+        assert_eq!(f.status, Status::Skip, "{probe}: {f:#?}");
+        assert!(f.message.contains("stopped receiving gradient"), "{f:#?}");
+    }
+    // The same layout, healthy: the epoch-14 best and the iteration-420 last are one state.
+    let run = Run::discover(&corpus().join("ignite_b5_shapes_healthy")).unwrap();
+    let r = check(&cat, &run, &Facts::default(), &Compute::cpu(), None);
+    let o2 = r
+        .findings
+        .iter()
+        .find(|f| f.probe == "identical_tensors")
+        .unwrap();
+    assert_ne!(o2.status, Status::Fail, "{o2:#?}");
+    assert!(!o2.measured.contains("steps 14 and 420"), "{o2:#?}");
+}

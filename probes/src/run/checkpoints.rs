@@ -28,6 +28,8 @@ pub(crate) struct Embedded {
     pub(crate) step: Option<u64>,
     /// `epoch` as stored: -1 in a finished Ultralytics `best.pt` / `last.pt`.
     pub(crate) epoch: Option<i64>,
+    /// Iterations per epoch, where the loop's state says (Ignite's `trainer.epoch_length`).
+    pub(crate) epoch_length: Option<u64>,
     pub(crate) has_optimizer: bool,
 }
 
@@ -46,6 +48,7 @@ pub(crate) fn embedded(path: &Path, kind: ArtifactKind) -> Embedded {
             Ok(a) => Embedded {
                 step: a.num_timesteps,
                 epoch: None,
+                epoch_length: None,
                 has_optimizer: a
                     .members
                     .iter()
@@ -72,16 +75,29 @@ pub(crate) fn embedded(path: &Path, kind: ArtifactKind) -> Embedded {
         }
         .and_then(|i| u64::try_from(i).ok())
     };
-    let step = [
+    const STEP_KEYS: [&str; 6] = [
         "iter_num",
         "global_step",
         "global_steps",
         "step",
         "iteration",
         "num_timesteps",
-    ]
-    .iter()
-    .find_map(|k| lookup(root, k).and_then(num));
+    ];
+    // The loop's counter sits at the top level (nanoGPT, Lightning, hand-written loops) or one
+    // level down, in the state of the object that ran the loop (Ignite's `Checkpoint` saves
+    // `{"model", "optimizer", "trainer": {"iteration", "epoch_length", …}}`). Two levels down
+    // is an optimizer's per-parameter `step`, not the loop's.
+    let find = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| lookup(root, k).and_then(num))
+            .or_else(|| {
+                let Value::Dict(d) = root else { return None };
+                d.iter()
+                    .find_map(|(_, v)| keys.iter().find_map(|k| lookup(v, k).and_then(num)))
+            })
+    };
+    let step = find(&STEP_KEYS);
+    let epoch_length = find(&["epoch_length"]).filter(|n| *n >= 2);
     let epoch = ["epoch", "current_epoch"]
         .iter()
         .find_map(|k| match lookup(root, k) {
@@ -103,6 +119,7 @@ pub(crate) fn embedded(path: &Path, kind: ArtifactKind) -> Embedded {
     Embedded {
         step,
         epoch,
+        epoch_length,
         has_optimizer,
     }
 }

@@ -185,6 +185,7 @@ pub(super) fn load_metrics_cached(run: &Run, cached: Cached) -> Loaded {
         let mut refs: Vec<&mut Series> = all.iter_mut().map(|(s, _)| s).collect();
         super::epoch_clock::epochs_by_clock(&mut refs);
     }
+    epochs_by_loop_state(run, &mut all);
     per_epoch.sort_unstable();
     per_epoch.dedup();
     if let [n] = per_epoch[..] {
@@ -261,6 +262,30 @@ fn epochs_to_steps(all: &mut [(Series, Origin)], n: u64) {
             p.step = e.saturating_mul(n);
         }
         s.unit = Unit::Step;
+    }
+}
+
+/// Series a run logs once per epoch at step = the epoch, where no step series beside them gives
+/// a clock (Ignite's handlers attached at `Events.EPOCH_COMPLETED` with `global_step_from_engine`
+/// write every tag so): the loop's state in a checkpoint says how far training got, `iteration`
+/// I with `epoch_length` L. A step-indexed series ends near I; one that ends at or before I / L,
+/// at least two epochs, counts epochs.
+fn epochs_by_loop_state(run: &Run, all: &mut [(Series, Origin)]) {
+    use crate::metrics::Unit;
+    let epochs = run
+        .artifacts
+        .iter()
+        .filter(|a| a.kind == ArtifactKind::TorchFile)
+        .map(|a| super::checkpoints::embedded(&a.path, a.kind))
+        .filter_map(|e| Some((e.step?, e.epoch_length?)))
+        .max()
+        .map(|(i, l)| i / l)
+        .filter(|e| *e >= 2);
+    let Some(epochs) = epochs else { return };
+    for (s, _) in all.iter_mut().filter(|(s, _)| {
+        s.unit == Unit::Step && s.len() >= 2 && s.last().is_some_and(|p| p.step <= epochs)
+    }) {
+        s.unit = Unit::Epoch;
     }
 }
 

@@ -134,35 +134,25 @@ fn frozen_by_optimizer(
     stopped: f64,
 ) -> Vec<Verdict> {
     const E: &str = "O17";
-    // Per parameter: RMS(m) / √RMS(v) — about |E[g]|/RMS(g), far below 1 only when the gradient
-    // stopped long ago while v (β₂ ≈ 0.999) still remembers it.
-    let mut rows: Vec<(u64, f64, f64)> = Vec::new();
-    for s in opt.state.values() {
-        let (Some(m), Some(vv)) = (&s.exp_avg, &s.exp_avg_sq) else {
-            continue;
-        };
-        let n = m.shape.iter().product::<usize>().max(1) as f64;
-        let (Ok(mn), Ok(vn)) = (opt.l2_norm(m), opt.l2_norm(vv)) else {
-            continue;
-        };
-        let m_rms = mn / n.sqrt();
-        let g_rms = (vn / n.sqrt()).sqrt();
-        rows.push((s.id, m_rms, g_rms));
-    }
+    let rows = moment_rows(opt);
     if rows.is_empty() {
         return vec![Verdict::skip(
             E,
             "needs fact frozen=PREFIX (the optimizer keeps no Adam moments to inspect)",
         )];
     }
-    let med_g = median(&rows.iter().map(|r| r.2).collect::<Vec<_>>()).unwrap_or(0.0);
     let model = model_for(ctx.run, c);
     let names = param_names(opt, model.as_ref());
-    let flagged: Vec<&(u64, f64, f64)> = rows
-        .iter()
-        .filter(|(_, m, g)| *g > stopped * med_g && *g > 0.0 && m / g < stopped)
-        .collect();
+    let flagged = stopped_rows(&rows, stopped);
     let ev = opt_ev(opt, c);
+    // Freezing stops a subset. When the gradient stopped for nearly every parameter while the
+    // loss does not learn, the whole network stopped receiving gradient: units dead after too
+    // high an LR (O25), or a loss cut off from the graph (O3); the loss trend (S4.1) says which.
+    if everywhere(flagged.len(), rows.len())
+        && !crate::probes::metric::grad_norm::loss_improving(ctx)
+    {
+        return vec![Verdict::skip(E, dead_network_reason(flagged.len(), rows.len())).evidence(ev)];
+    }
     if flagged.is_empty() {
         return vec![Verdict::new(E, Status::Pass, "pass")
             .measured(format!("{} params with Adam state; none with a vanished first moment", rows.len()))
@@ -196,4 +186,50 @@ fn frozen_by_optimizer(
         ))
         .evidence(ev)
         .value("flagged", flagged.len() as f64)]
+}
+
+/// Per parameter with Adam moments: (id, RMS(m), √RMS(v)). RMS(m)/√RMS(v) is about
+/// |E[g]|/RMS(g), far below 1 only when the gradient stopped long ago while v (β₂ ≈ 0.999)
+/// still remembers it.
+fn moment_rows(opt: &OptimizerState) -> Vec<(u64, f64, f64)> {
+    let mut rows = Vec::new();
+    for s in opt.state.values() {
+        let (Some(m), Some(vv)) = (&s.exp_avg, &s.exp_avg_sq) else {
+            continue;
+        };
+        let n = m.shape.iter().product::<usize>().max(1) as f64;
+        let (Ok(mn), Ok(vn)) = (opt.l2_norm(m), opt.l2_norm(vv)) else {
+            continue;
+        };
+        rows.push((s.id, mn / n.sqrt(), (vn / n.sqrt()).sqrt()));
+    }
+    rows
+}
+
+/// The rows whose gradient stopped: m/√v under `ratio` while v is not ~0.
+fn stopped_rows(rows: &[(u64, f64, f64)], ratio: f64) -> Vec<&(u64, f64, f64)> {
+    let med_g = median(&rows.iter().map(|r| r.2).collect::<Vec<_>>()).unwrap_or(0.0);
+    rows.iter()
+        .filter(|(_, m, g)| *g > ratio * med_g && *g > 0.0 && m / g < ratio)
+        .collect()
+}
+
+/// At least three quarters of the parameters: not a frozen subset.
+fn everywhere(stopped: usize, of: usize) -> bool {
+    of > 0 && 4 * stopped >= 3 * of
+}
+
+fn dead_network_reason(stopped: usize, of: usize) -> String {
+    format!(
+        "{stopped} of {of} params have a vanished first moment (their gradient stopped) while the loss does not learn: nearly every parameter, not a frozen subset — the network stopped receiving gradient (units dead after too high an LR, O25, or the loss cut off from the graph, O3); the loss trend (S4.1) and the LR say which"
+    )
+}
+
+/// The newest optimizer state's verdict on whether the gradient stopped for nearly every
+/// parameter (see [`everywhere`]): the reason to give, if so.
+pub(crate) fn gradient_stopped_everywhere(ctx: &ProbeCtx, ratio: f64) -> Option<String> {
+    let (opt, _) = newest_optimizer(ctx.run, "O17").ok()?;
+    let rows = moment_rows(&opt);
+    let k = stopped_rows(&rows, ratio).len();
+    everywhere(k, rows.len()).then(|| dead_network_reason(k, rows.len()))
 }

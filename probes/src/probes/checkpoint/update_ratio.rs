@@ -21,6 +21,7 @@ pub(super) const UPDATE_RATIO: ProbeSpec = ProbeSpec {
         "outlier_ratio",
         "fail_factor",
         "early_steps",
+        "grad_stopped_ratio",
     ],
     outcomes: &["pass", "low", "high", "outliers", "skip"],
     run: update_ratio,
@@ -229,6 +230,24 @@ pub fn update_ratio(ctx: &ProbeCtx) -> Vec<Verdict> {
     let mild_low = too_high.is_none()
         && too_low.is_some_and(|p| p.ub >= low_at(p) / fail_factor)
         && loss_converged(ctx);
+    // Steps this small because the gradient itself stopped (Adam's first moments vanished for
+    // nearly every parameter) are no sign of a small LR: a dead network is not an O7.
+    if too_high.is_none()
+        && too_low.is_some()
+        && !crate::probes::metric::grad_norm::loss_improving(ctx)
+    {
+        if let Some(why) = crate::probes::checkpoint::frozen_drift::gradient_stopped_everywhere(
+            ctx,
+            p!(ctx, E, "grad_stopped_ratio"),
+        ) {
+            return vec![Verdict::skip(
+                E,
+                format!("the weights barely move, but not for a small LR: {why}"),
+            )
+            .measured(measured)
+            .evidence(ev)];
+        }
+    }
     let (st, out, msg) = if mild_low {
         (
             Status::Pass,

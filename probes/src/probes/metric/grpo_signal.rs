@@ -163,18 +163,31 @@ pub fn grpo_signal(ctx: &ProbeCtx) -> Vec<Verdict> {
     if let Some(l) = len {
         let (lh, lt) = (head_mean(l, tail), tail_mean(l, tail));
         let ct = clip.and_then(|c| tail_mean(c, tail));
+        // The cap cutting completions is drift when training brought it there: the length grew
+        // `growth` times, or (a cap close above where lengths start leaves no room to grow 1.5×)
+        // the share cut at the cap rose from under half of `clipped_ratio` at the start.
+        // "At the start": the least share cut over the first fifth of the log (the initial
+        // policy's completions, before the first updates moved them).
+        let cs = clip.map(finite_values).and_then(|v| {
+            let k =
+                ((v.len() as f64 * COLLAPSE_HEAD_FRAC).ceil() as usize).clamp(1, v.len().max(1));
+            v.get(..k)?.iter().copied().reduce(f64::min)
+        });
         if let (Some(lh), Some(lt), Some(ct)) = (lh, lt, ct) {
-            if lh > 0.0 && lt >= growth * lh && ct >= clip_min {
+            let clipping_came = cs.is_some_and(|cs| cs < 0.5 * clip_min);
+            if lh > 0.0 && (lt >= growth * lh || clipping_came) && ct >= clip_min {
                 out.push(
                     Verdict::new("H5", Status::Warn, "length_drift")
                         .measured(format!(
-                            "mean completion length {} → {}, clipped ratio {} late in the run",
+                            "mean completion length {} → {}, clipped ratio {}{} late in the run",
                             fmt(lh),
                             fmt(lt),
+                            cs.map(|c| format!("{} at the start → ", fmt(c)))
+                                .unwrap_or_default(),
                             fmt(ct)
                         ))
                         .expected(format!(
-                            "length growth below {growth}× or under {:.0}% of completions cut at the cap",
+                            "length growth below {growth}× and no rise in the share cut at the cap, or under {:.0}% of completions cut late",
                             100.0 * clip_min
                         ))
                         .message("completions keep growing until the length cap cuts them: read samples; use loss_type=\"dr_grpo\" or \"dapo\", mask_truncated_completions=True, and weight correctness above format rewards")

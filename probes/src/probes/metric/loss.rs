@@ -297,13 +297,31 @@ fn epoch_trend(ctx: &ProbeCtx, s: &crate::metrics::Series, min_drop: f64) -> Vec
             ),
         )];
     }
+    // A detector's summed loss is no yardstick over its first epochs: an assigner (TAL, SimOTA,
+    // ATSS) matches boxes to the predictions, so while the untrained head matches few, the box
+    // and DFL terms are small, and they grow as it learns to localise. Such a loss rises to a
+    // peak and falls from there; from a peak in the first half of the run on is what is judged.
+    let detector = ctx.profile.phase.value == crate::profile::Phase::Detection
+        && ctx.profile.phase.sure >= crate::profile::Sure::Medium;
+    let peak = v
+        .iter()
+        .enumerate()
+        .max_by(|x, y| x.1 .1.total_cmp(&y.1 .1))
+        .map_or(0, |(i, _)| i);
+    let from_peak = detector && peak > 0 && peak < v.len() / 2 && v.len() - peak >= 3;
+    let v = if from_peak { v[peak..].to_vec() } else { v };
     let k = v.len().div_ceil(3);
     let mean = |xs: &[(u64, f64)]| xs.iter().map(|x| x.1).sum::<f64>() / xs.len() as f64;
     let (head, tail) = (mean(&v[..k]), mean(&v[v.len() - k..]));
     let rel = (head - tail) / head.abs().max(1e-12);
     let (a, b) = (v[0].0, v[v.len() - 1].0);
     let measured = format!(
-        "loss per epoch: mean {} over epochs {a}..{} → {} over epochs {}..{b} ({:+.1}%)",
+        "loss per epoch{}: mean {} over epochs {a}..{} → {} over epochs {}..{b} ({:+.1}%)",
+        if from_peak {
+            format!(", from its peak at epoch {a} (a detector's assigner matches more boxes as it learns, so its loss first rises)")
+        } else {
+            String::new()
+        },
         fmt(head),
         v[k - 1].0,
         fmt(tail),

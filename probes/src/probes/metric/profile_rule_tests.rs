@@ -272,3 +272,110 @@ fn a_divergence_that_recovers_is_still_a_divergence() {
     );
     assert_eq!(out.status, Status::Pass, "{out:?}");
 }
+
+#[test]
+fn a_detector_loss_is_judged_from_its_peak() {
+    use crate::metrics::{MetricSet, Unit};
+    use std::path::Path;
+    // An assigner-based detector: the summed loss climbs from 3 to a peak of 10 at epoch 8 as
+    // more boxes are matched, then falls to `tail_to`; mAP50 is `map` from epoch 11 on.
+    let run = |tail_to: f64, map: f64| {
+        let loss: Vec<(u64, f64)> = (1..=30)
+            .map(|e| {
+                let e = e as f64;
+                let v = if e <= 8.0 {
+                    2.0 + e
+                } else {
+                    10.0 - (10.0 - tail_to) * (e - 8.0) / 22.0
+                };
+                (e as u64, v)
+            })
+            .collect();
+        let mut loss = super::tests::series_at("loss", "r/results.csv", None, loss);
+        loss.unit = Unit::Epoch;
+        let maps: Vec<(u64, f64)> = (1..=30)
+            .map(|e| (e, if e > 10 { map } else { 0.0 }))
+            .collect();
+        let mut m = super::tests::series_at("metrics/mAP50(B)", "r/results.csv", None, maps);
+        m.unit = Unit::Epoch;
+        crate::run::Run::from_metrics(Path::new("r"), MetricSet::new(vec![loss, m]))
+    };
+    // Healthy: judged from the peak, the loss falls 10 → 6.
+    let v = ask(loss_trend, &run(6.0, 0.5), &[], thresholds("loss_trend"));
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    assert!(v.measured.contains("from its peak at epoch 8"), "{v:?}");
+    // Boxes that never match: mAP50 0.001 at every evaluation while the loss falls from its
+    // peak (10 → 8.8): V3, not "a convergence problem first".
+    let v = ask(
+        super::systems::eval_zero,
+        &run(8.8, 0.001),
+        &[],
+        thresholds("eval_zero"),
+    );
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "zero"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn grpo_completions_that_come_to_the_cap_drift_even_without_room_to_grow() {
+    // A 12-token cap over completions that start at 8 tokens: length can grow 1.5× at most, but
+    // the share cut at the cap goes from 0 to 1 while the reward climbs (a count reward).
+    let run = |clip_to: f64| {
+        run_with(&[
+            (
+                "clip_ratio/high_max",
+                (1..=30).map(|i| (i * 5, 0.0)).collect(),
+            ),
+            (
+                "frac_reward_zero_std",
+                (1..=30).map(|i| (i * 5, 0.1)).collect(),
+            ),
+            (
+                "completions/mean_length",
+                (1..=30)
+                    .map(|i| (i * 5, (8.0 + i as f64).min(8.0 + 4.0 * clip_to)))
+                    .collect(),
+            ),
+            (
+                "completions/clipped_ratio",
+                (1..=30)
+                    .map(|i| (i * 5, if i <= 1 { 0.0 } else { clip_to }))
+                    .collect(),
+            ),
+            (
+                "reward",
+                (1..=30).map(|i| (i * 5, 0.7 + 0.05 * i as f64)).collect(),
+            ),
+        ])
+    };
+    let all = |r: &crate::run::Run| {
+        let facts = crate::facts::Facts::new();
+        let c = crate::device::Compute::cpu();
+        super::grpo_signal::grpo_signal(&crate::probe::ProbeCtx {
+            run: r,
+            facts: &facts,
+            profile: &crate::profile::Profile::of(r, &facts),
+            params: &thresholds("grpo_signal"),
+            compute: &c,
+            baseline: None,
+        })
+    };
+    let hacked = run(1.0);
+    let h5: Vec<_> = all(&hacked)
+        .into_iter()
+        .filter(|v| v.entry == "H5")
+        .collect();
+    assert!(h5.iter().any(|v| v.status == Status::Warn), "{h5:?}");
+    // Completions that stay clear of the cap: no H5.
+    let fine = run(0.0);
+    assert!(
+        !all(&fine)
+            .iter()
+            .any(|v| v.entry == "H5" && v.status != Status::Pass),
+        "{:?}",
+        all(&fine)
+    );
+}

@@ -79,18 +79,20 @@ pub(super) const SEED_SPREAD: ProbeSpec = ProbeSpec {
         "same_run_rel_tol",
         "min_effect_to_spread",
         "max_range_to_progress",
+        "same_length_rel_tol",
     ],
     outcomes: &["pass", "too_few", "wide", "skip"],
     run: seed_spread,
 };
 
 pub fn seed_spread(ctx: &ProbeCtx) -> Vec<Verdict> {
-    let (min_seeds, tail, tol, min_ratio, max_range) = (
+    let (min_seeds, tail, tol, min_ratio, max_range, same_len) = (
         p!(ctx, "min_seeds"),
         p!(ctx, "tail_frac"),
         p!(ctx, "same_run_rel_tol"),
         p!(ctx, "min_effect_to_spread"),
         p!(ctx, "max_range_to_progress"),
+        p!(ctx, "same_length_rel_tol"),
     );
     fn runs_of<'r>(r: &'r Run, n: &str, tol: f64) -> Vec<&'r Series> {
         distinct_runs(r.metrics().all(n), tol)
@@ -113,6 +115,24 @@ pub fn seed_spread(ctx: &ProbeCtx) -> Vec<Verdict> {
             .collect()
     };
     let runs = runs_of(ctx.run, name, tol);
+    // Seeds of one configuration run the same schedule: their logs end at the same step. Runs
+    // that end far apart are different experiments (a pretraining and the fine-tune beside it,
+    // a short trial and the full run), not a sample of seeds.
+    let ends: Vec<u64> = runs
+        .iter()
+        .filter_map(|s| s.last().map(|p| p.step))
+        .collect();
+    if let (Some(lo), Some(hi)) = (ends.iter().min(), ends.iter().max()) {
+        if ends.len() >= 2 && (*lo as f64) < (1.0 - same_len) * *hi as f64 {
+            return vec![Verdict::skip(
+                "R6",
+                format!(
+                    "{} runs of {name} that end at different steps ({lo} to {hi}): different experiments, not seeds of one configuration — pass a folder of seed runs, or --baseline RUN to compare against",
+                    ends.len()
+                ),
+            )];
+        }
+    }
     let base_runs = ctx
         .baseline
         .map(|b| runs_of(b, name, tol))

@@ -215,6 +215,7 @@ pub(super) const EVAL_ZERO: ProbeSpec = ProbeSpec {
         "loss_fall",
         "near_zero",
         "near_min_evals",
+        "detector_fall",
     ],
     outcomes: &["pass", "zero", "skip"],
     run: eval_zero,
@@ -304,7 +305,37 @@ pub fn eval_zero(ctx: &ProbeCtx) -> Vec<Verdict> {
             ),
         )];
     };
-    let (Some(h), Some(t)) = (head_mean(loss, 0.2), tail_mean(loss, 0.2)) else {
+    // A detector's summed loss rises while its assigner matches more boxes (see `loss_trend`):
+    // for a detection run whose loss peaks in the first half, "fell" is from that peak on, and
+    // any steady fall (`detector_fall`) shows training works.
+    let pts = finite_points(loss);
+    let peak = pts
+        .iter()
+        .enumerate()
+        .max_by(|x, y| x.1 .1.total_cmp(&y.1 .1))
+        .map_or(0, |(i, _)| i);
+    let detector = ctx.profile.phase.value == crate::profile::Phase::Detection
+        && ctx.profile.phase.sure >= crate::profile::Sure::Medium
+        && peak > 0
+        && peak < pts.len() / 2
+        && pts.len() - peak >= 4;
+    let (hm, tm) = if detector {
+        let after = &pts[peak..];
+        let k = (after.len() / 5).max(1);
+        let mean = |x: &[(u64, f64)]| x.iter().map(|p| p.1).sum::<f64>() / x.len() as f64;
+        (
+            Some(mean(&after[..k])),
+            Some(mean(&after[after.len() - k..])),
+        )
+    } else {
+        (head_mean(loss, 0.2), tail_mean(loss, 0.2))
+    };
+    let fall = if detector {
+        p!(ctx, "V3", "detector_fall")
+    } else {
+        fall
+    };
+    let (Some(h), Some(t)) = (hm, tm) else {
         return vec![Verdict::skip("V3", "the loss has no finite head and tail")];
     };
     if !(t > 0.0 && h >= t * (1.0 + fall)) {

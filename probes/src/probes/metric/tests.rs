@@ -477,6 +477,18 @@ fn seed_spread_counts_runs_not_log_files() {
             curve(end),
         ));
     }
+    // A pretraining (40 steps) beside its fine-tune (100 steps): two experiments, not seeds.
+    let short: Vec<(u64, f64)> = curve(3.0).into_iter().take(40).collect();
+    let pair = Run::from_metrics(
+        Path::new("ft"),
+        MetricSet::new(vec![
+            series_at("loss", "ft/summary.csv", None, curve(2.0)),
+            series_at("loss", "ft/pretrain/summary.csv", None, short),
+        ]),
+    );
+    let v = ask_with(seed_spread, &pair, &facts, seed_params(), None);
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    assert!(v.message.contains("different experiments"), "{v:?}");
     let five = Run::from_metrics(Path::new("seeds"), MetricSet::new(series));
     let v = ask_with(seed_spread, &five, &facts, seed_params(), None);
     assert_eq!(
