@@ -286,6 +286,24 @@ fn dropped_to_zero(ctx: &ProbeCtx, s: &crate::metrics::Series) -> Option<Verdict
 /// S4.1 on a loss logged once per epoch (each point an epoch's mean): step windows and a
 /// 50-step EMA mean nothing here, so the question is whether the epoch means fall — the first
 /// third of the epochs against the last third, with at least three epochs to judge.
+/// Where a detection run's loss peaks, when that is past its first point and in the first half
+/// of the run with at least `min_after` points from it on (see `epoch_trend`: an assigner's
+/// loss climbs while it matches more boxes); None for any other run.
+pub(crate) fn detector_loss_peak(
+    ctx: &ProbeCtx,
+    pts: &[(u64, f64)],
+    min_after: usize,
+) -> Option<usize> {
+    let detector = ctx.profile.phase.value == crate::profile::Phase::Detection
+        && ctx.profile.phase.sure >= crate::profile::Sure::Medium;
+    let peak = pts
+        .iter()
+        .enumerate()
+        .max_by(|x, y| x.1 .1.total_cmp(&y.1 .1))
+        .map(|(i, _)| i)?;
+    (detector && peak > 0 && peak < pts.len() / 2 && pts.len() - peak >= min_after).then_some(peak)
+}
+
 fn epoch_trend(ctx: &ProbeCtx, s: &crate::metrics::Series, min_drop: f64) -> Vec<Verdict> {
     let v = finite_points(s);
     if v.len() < 3 {
@@ -301,15 +319,12 @@ fn epoch_trend(ctx: &ProbeCtx, s: &crate::metrics::Series, min_drop: f64) -> Vec
     // ATSS) matches boxes to the predictions, so while the untrained head matches few, the box
     // and DFL terms are small, and they grow as it learns to localise. Such a loss rises to a
     // peak and falls from there; from a peak in the first half of the run on is what is judged.
-    let detector = ctx.profile.phase.value == crate::profile::Phase::Detection
-        && ctx.profile.phase.sure >= crate::profile::Sure::Medium;
-    let peak = v
-        .iter()
-        .enumerate()
-        .max_by(|x, y| x.1 .1.total_cmp(&y.1 .1))
-        .map_or(0, |(i, _)| i);
-    let from_peak = detector && peak > 0 && peak < v.len() / 2 && v.len() - peak >= 3;
-    let v = if from_peak { v[peak..].to_vec() } else { v };
+    let peak = detector_loss_peak(ctx, &v, 3);
+    let from_peak = peak.is_some();
+    let v = match peak {
+        Some(k) => v[k..].to_vec(),
+        None => v,
+    };
     let k = v.len().div_ceil(3);
     let mean = |xs: &[(u64, f64)]| xs.iter().map(|x| x.1).sum::<f64>() / xs.len() as f64;
     let (head, tail) = (mean(&v[..k]), mean(&v[v.len() - k..]));

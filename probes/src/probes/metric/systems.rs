@@ -309,17 +309,9 @@ pub fn eval_zero(ctx: &ProbeCtx) -> Vec<Verdict> {
     // for a detection run whose loss peaks in the first half, "fell" is from that peak on, and
     // any steady fall (`detector_fall`) shows training works.
     let pts = finite_points(loss);
-    let peak = pts
-        .iter()
-        .enumerate()
-        .max_by(|x, y| x.1 .1.total_cmp(&y.1 .1))
-        .map_or(0, |(i, _)| i);
-    let detector = ctx.profile.phase.value == crate::profile::Phase::Detection
-        && ctx.profile.phase.sure >= crate::profile::Sure::Medium
-        && peak > 0
-        && peak < pts.len() / 2
-        && pts.len() - peak >= 4;
-    let (hm, tm) = if detector {
+    let peak = super::loss::detector_loss_peak(ctx, &pts, 4);
+    let detector = peak.is_some();
+    let (hm, tm) = if let Some(peak) = peak {
         let after = &pts[peak..];
         let k = (after.len() / 5).max(1);
         let mean = |x: &[(u64, f64)]| x.iter().map(|p| p.1).sum::<f64>() / x.len() as f64;
