@@ -24,6 +24,41 @@ pub(crate) fn continues(a: &Series, b: &Series) -> bool {
     a.unit == b.unit && b0.step > a0.step && b0.step > mid && b1.step > a1.step
 }
 
+/// Whether two log files sit where one run's restarts put them: in folders that are the same
+/// once every run of digits is masked (one folder, whatever the files are called:
+/// `metrics.jsonl` and `metrics.1.jsonl`; Lightning's `version_0/` and `version_1/`; HF's
+/// `runs/<date>_<host>/`). Logs in folders that differ in a word are different experiments
+/// (`pretrain/…/metrics.csv` beside `finetune/…/metrics.csv`), however their steps line up.
+pub(crate) fn same_log_place(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let folder = |p: &std::path::Path| {
+        if p.extension().is_some() {
+            p.parent().map(|q| q.to_path_buf()).unwrap_or_default()
+        } else {
+            p.to_path_buf()
+        }
+    };
+    let (a, b) = (folder(a), folder(b));
+    let (a, b) = (a.as_path(), b.as_path());
+    let mask = |p: &std::path::Path| -> Vec<String> {
+        p.components()
+            .map(|c| {
+                let mut out = String::new();
+                for ch in c.as_os_str().to_string_lossy().chars() {
+                    if ch.is_ascii_digit() {
+                        if !out.ends_with('#') {
+                            out.push('#');
+                        }
+                    } else {
+                        out.push(ch);
+                    }
+                }
+                out
+            })
+            .collect()
+    };
+    mask(a) == mask(b)
+}
+
 /// Join continuing segments: A's points before B's first step, then B's. Returns the series
 /// (joined ones in place of their segments) and the restarts found.
 pub(crate) fn join(series: Vec<Series>) -> (Vec<Series>, Vec<Restart>) {
@@ -44,7 +79,7 @@ pub(crate) fn join(series: Vec<Series>) -> (Vec<Series>, Vec<Restart>) {
             let (Some(a), Some(b)) = (slots[head].as_ref(), slots[i].as_ref()) else {
                 continue;
             };
-            if a.source == b.source || !continues(a, b) {
+            if a.source == b.source || !same_log_place(&a.source, &b.source) || !continues(a, b) {
                 // Not a continuation: the longer of the two stays the head of the chain.
                 if b.len() > a.len() {
                     head = i;
@@ -84,9 +119,13 @@ pub(crate) fn restarts(series: &[&Series]) -> Vec<Restart> {
         // A later segment continuing any earlier one (a merged copy of both, like a trainer
         // state, continues neither and hides nothing).
         for (i, b) in g.iter().enumerate().skip(1) {
-            let cont = g[..i]
-                .iter()
-                .any(|a| a.source != b.source && a.len() >= 2 && b.len() >= 2 && continues(a, b));
+            let cont = g[..i].iter().any(|a| {
+                a.source != b.source
+                    && same_log_place(&a.source, &b.source)
+                    && a.len() >= 2
+                    && b.len() >= 2
+                    && continues(a, b)
+            });
             if cont {
                 out.push(Restart {
                     step: b.first().map(|p| p.step).unwrap_or(0),
@@ -161,5 +200,32 @@ mod tests {
         let steps = s("run/runs/x/events", 62..931);
         let (out, r) = join(vec![epochs, steps]);
         assert_eq!((out.len(), r.len()), (2, 0));
+    }
+}
+
+#[cfg(test)]
+mod place_tests {
+    use super::same_log_place;
+    use std::path::Path;
+
+    #[test]
+    fn segments_come_from_one_folder_or_its_numbered_siblings() {
+        let same = |a: &str, b: &str| same_log_place(Path::new(a), Path::new(b));
+        // One folder, any names; Lightning's versions; HF's dated run folders.
+        assert!(same("r/metrics.jsonl", "r/metrics.resume.jsonl"));
+        assert!(same(
+            "r/lightning_logs/version_0/metrics.csv",
+            "r/lightning_logs/version_1/metrics.csv"
+        ));
+        assert!(same(
+            "out/runs/Nov27_10-01-58_vm",
+            "out/runs/Nov27_11-12-03_vm"
+        ));
+        // A pretraining and the fine-tune beside it are two experiments.
+        assert!(!same(
+            "r/pretrain/lightning_logs/version_0/metrics.csv",
+            "r/finetune/lightning_logs/version_0/metrics.csv"
+        ));
+        assert!(!same("r/summary.csv", "r/pretrain/summary.csv"));
     }
 }
