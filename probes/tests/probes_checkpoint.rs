@@ -1660,3 +1660,22 @@ fn a_norm_gain_is_told_by_its_shape_and_statistics_not_its_name() {
         v.message
     );
 }
+
+/// Adam's moments say "frozen" only while the rest of the network learns: a subset whose
+/// gradient stopped while the loss sits at chance is a network whose units died (Adam at lr 0.1
+/// killed two ReLU layers: 4 of 8 tensors stopped), not a frozen backbone left in the optimizer.
+#[test]
+fn moments_do_not_call_a_dead_network_frozen() {
+    let run = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/field/plain_b6_adam_lr_dead");
+    let v = one("frozen_drift", &run, &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.status),
+        ("O17", Status::Skip),
+        "{v:#?}"
+    );
+    assert!(v.message.contains("does not learn"), "{}", v.message);
+    // The frozen backbone beside a learning head still warns (see
+    // fixture_frozen_in_optimizer_fails_o17_with_the_fact).
+    let v = one("frozen_drift", &fx("vision_frozen_in_optimizer"), &[]);
+    assert_eq!(v.status, Status::Warn, "{v:#?}");
+}

@@ -160,6 +160,20 @@ fn frozen_by_optimizer(
             .message("no parameter looks frozen while left in the optimizer (declare --fact frozen=PREFIX to check the weights directly)")
             .evidence(ev)];
     }
+    // A subset whose gradient stopped while the loss does not learn at all reads the same as
+    // units that died (too high an LR pushes whole ReLU layers negative): a frozen subset is
+    // told by the rest of the network learning beside it.
+    if crate::probes::metric::grad_norm::loss_not_learning(ctx) {
+        return vec![Verdict::skip(
+            E,
+            format!(
+                "{} of {} params have a vanished first moment (their gradient stopped), but the loss does not learn: the moments cannot tell a frozen subset from units that died (too high an LR, O25) or a graph cut (O3); the loss trend (S4.1) and the LR say which (declare --fact frozen=PREFIX to measure the weights)",
+                flagged.len(),
+                rows.len()
+            ),
+        )
+        .evidence(ev)];
+    }
     // At a minimum the gradient's mean goes to 0 while its noise stays: m/√v vanishes for
     // every converged parameter. The moments only say "frozen" while the loss still learns.
     if crate::probes::metric::grad_norm::loss_converged(ctx) {

@@ -615,6 +615,12 @@ pub(crate) fn loss_improving(ctx: &ProbeCtx) -> bool {
     }
 }
 
+/// Whether a training loss of a kind meant to fall is logged, and it does not improve (see
+/// [`loss_improving`]): known not to learn, as against not known.
+pub(crate) fn loss_not_learning(ctx: &ProbeCtx) -> bool {
+    falling_kind_loss(ctx).is_some() && !loss_improving(ctx)
+}
+
 /// Whether the loss has converged to its floor: its last quarter at most 5% of its first.
 pub(crate) fn loss_converged(ctx: &ProbeCtx) -> bool {
     let Some(v) = falling_kind_loss(ctx) else {
