@@ -204,10 +204,6 @@ fn a_walk_past_a_warning_concludes_at_it() {
 /// Bugged runs no walk reaches yet, and why (kept short on purpose: each one is a gap).
 const KNOWN_UNREACHED: &[(&str, &str)] = &[
     (
-        "lightning_b6_manual_sched_unstepped",
-        "check names S2.1 through optimizer_rebuilt (the optimizer's LR never moved), but the stability tree's S2 node asks lr_schedule, which sees a constant LR and no schedule declared in hparams.yaml; the walk goes on to the run's real overfitting (S4.2)",
-    ),
-    (
         "accel_mlflow_no_decay_split",
         "check passes decayed 1-D tensors in BatchNorm conv nets by design (tests/field_check.rs KNOWN_MISSES)",
     ),

@@ -308,7 +308,9 @@ fn cli_answer(
                 .unwrap_or_default()
             });
             let (l, m) = numeric_answer(fs, n, &probe);
-            if l == "skip" {
+            // A node whose own probe passes or cannot judge still follows another probe that
+            // failed its entry: the walk never passes what `check` fails.
+            if l == "skip" || l == "pass" {
                 if let Some(a) = answered_elsewhere(cat, n, run, inp, cache) {
                     return Some(a);
                 }
@@ -324,8 +326,8 @@ fn cli_answer(
     }
 }
 
-/// A numeric node its own probe could not measure, answered by another probe that *failed*
-/// the node's entry on this run (a log that names the schema error answers "does the batch
+/// A numeric node its own probe could not measure or passed, answered by another probe that
+/// *failed* the node's entry on this run (a log that names the schema error answers "does the batch
 /// carry the trainer's keys?"): the branch other than pass and skip that leads nearest to a
 /// leaf of that entry. Warnings never answer for another probe (DESIGN §7).
 fn answered_elsewhere(
