@@ -359,6 +359,10 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
                 }
                 continue;
             }
+            // timm's args.yaml and many scripts' configs: `sched: cosine` beside a `warmup`
+            // whose unit (epochs, steps, a ratio) is not said; kept apart from `schedule`,
+            // whose warmup and length the curve fit relies on.
+            "sched" | "lr_sched" if !numeric => "sched",
             "schedule" | "lr_scheduler_type" | "lr_schedule" if !numeric => {
                 let s = v.to_lowercase();
                 let sched = if s.contains("cos") {

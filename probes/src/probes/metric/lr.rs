@@ -277,6 +277,21 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
     let mut flat_note: Option<String> = None;
     if pts.len() >= 2 && (hi - lo) / hi <= flat {
         let measured = format!("LR constant at {} over steps {a}..{b}", fmt(hi));
+        if decl.is_none() {
+            if let Some((name, span, total, unit)) = named_moving_schedule(ctx, s.unit, a, b) {
+                let mut msg = format!("the config names `sched: {name}`, which moves the LR every step or epoch, but the LR never moves over {span} of the run's {total} {unit}: the scheduler is never stepped ({}), or the optimizer is rebuilt and loses it", scheduler_step_knob(ctx));
+                if let Some(m) = lr_max {
+                    msg.push_str(&format!("; it sits at {}× lr_max {}", fmt(hi / m), fmt(m)));
+                }
+                return vec![base(Status::Fail, "constant_nonzero")
+                    .measured(measured)
+                    .expected(format!(
+                        "{name} moves the LR over any {:.0}% of the run's {total} {unit}",
+                        100.0 * NAMED_SPAN_MIN
+                    ))
+                    .message(msg)];
+            }
+        }
         let d = match &decl {
             Some(d) if d.kind != "constant" => d,
             _ => return vec![base(Status::Pass, "pass").measured(measured).expected(format!("schedule: {decl_text}")).message("constant LR, and no other schedule declared (pass --fact schedule=… if one was configured)")],
@@ -447,6 +462,37 @@ pub(super) const LR_WARMUP_PEAK: ProbeSpec = ProbeSpec {
     run: lr_warmup_peak,
 };
 
+/// The least share of a run's planned length over which a flat LR contradicts a named smooth
+/// schedule: a cosine moves at least 20% over any 30% of its run (least at its start, where
+/// (1 - cos 0.3π)/2 ≈ 0.21), a linear decay 30%, whatever warmup came before.
+const NAMED_SPAN_MIN: f64 = 0.3;
+
+/// A smoothly moving schedule named by a config's `sched` (cosine, linear, poly, exponential,
+/// one-cycle, tanh, inverse square root; never a constant, step, multistep or plateau one, which
+/// may stay flat for long), when the flat LR series (steps `a..=b`, in `unit`) spans at least
+/// [`NAMED_SPAN_MIN`] of the run's planned length in the same unit (`epochs` for an LR logged
+/// per epoch, `total_steps` per step): (name, span, planned length, unit word).
+fn named_moving_schedule(
+    ctx: &ProbeCtx,
+    unit: crate::metrics::Unit,
+    a: u64,
+    b: u64,
+) -> Option<(String, u64, f64, &'static str)> {
+    let name = ctx.facts.get("sched")?.trim().to_ascii_lowercase();
+    let still = ["const", "step", "plateau", "none", "stable", "fixed"];
+    let moves = ["cos", "linear", "poly", "exp", "cycle", "tanh", "sqrt"];
+    if still.iter().any(|w| name.contains(w)) || !moves.iter().any(|w| name.contains(w)) {
+        return None;
+    }
+    let (total, word) = match unit {
+        crate::metrics::Unit::Epoch => (ctx.facts.f64("epochs")?, "epochs"),
+        crate::metrics::Unit::Step => (ctx.facts.f64("total_steps")?, "steps"),
+    };
+    let span = b.saturating_sub(a);
+    (total > 0.0 && span as f64 >= NAMED_SPAN_MIN * total && b as f64 <= 1.5 * total)
+        .then_some((name, span, total, word))
+}
+
 /// How this run's framework steps its LR scheduler, as the knob to turn when the schedule
 /// never advances (the fix names the run's own framework, not a generic loop).
 pub(crate) fn scheduler_step_knob(ctx: &ProbeCtx) -> &'static str {
@@ -455,6 +501,7 @@ pub(crate) fn scheduler_step_knob(ctx: &ProbeCtx) -> &'static str {
         "hf_trainer" | "trl" => "the Trainer steps its own scheduler: check lr_scheduler_type (not \"constant\") and that a custom optimizers=(opt, sched) pair passes the scheduler, not None",
         "deepspeed" => "give DeepSpeed the scheduler (the \"scheduler\" block of its config, or lr_scheduler= in deepspeed.initialize) or call lr_scheduler.step() after engine.step()",
         "accelerate" => "call lr_scheduler.step() after optimizer.step() in the loop (and pass the scheduler through accelerator.prepare)",
+        "timm" => "timm's schedulers are stepped by the loop: lr_scheduler.step(epoch + 1) after each epoch, and lr_scheduler.step_update(num_updates) after each optimizer step when sched_on_updates is set",
         _ => "call scheduler.step() after each optimizer.step()",
     }
 }

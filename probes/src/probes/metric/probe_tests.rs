@@ -73,6 +73,26 @@ fn lr_schedule_shapes() {
         ask(lr_schedule, &flat, &[], lr_params()).status,
         Status::Pass
     );
+    // A config's `sched` (timm's args.yaml) names a smooth schedule: a flat LR over at least
+    // 30% of the planned run contradicts it, whatever the warmup's unit; a flat stretch shorter
+    // than that, and schedules that may stay flat (step, plateau, constant), do not.
+    let named = |facts: &[&str]| ask(lr_schedule, &flat, facts, lr_params());
+    let v = named(&["sched=cosine", "total_steps=300"]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "constant_nonzero"),
+        "{v:?}"
+    );
+    assert!(v.message.contains("sched: cosine"), "{}", v.message);
+    for facts in [
+        &["sched=cosine", "total_steps=3000"][..],
+        &["sched=cosine"][..],
+        &["sched=step", "total_steps=300"][..],
+        &["sched=plateau", "total_steps=300"][..],
+        &["sched=constant_with_warmup", "total_steps=300"][..],
+    ] {
+        assert_eq!(named(facts).status, Status::Pass, "{facts:?}");
+    }
     // Constant zero always fails.
     let zero = run_with(&[("learning_rate", (1..=50).map(|t| (t, 0.0)).collect())]);
     assert_eq!(
