@@ -63,6 +63,21 @@ const TRAIN_PREFIXES: &[&str] = &[
     "update/",
 ];
 
+/// The split named after the metric, with `/` or `_` before it.
+const EVAL_SUFFIXES: &[&str] = &[
+    "/eval",
+    "_eval",
+    "/val",
+    "_val",
+    "/validation",
+    "_validation",
+    "/valid",
+    "_valid",
+    "/test",
+    "_test",
+];
+const TRAIN_SUFFIXES: &[&str] = &["/train", "_train", "/training", "_training"];
+
 impl Vocabulary {
     /// Rules from a YAML text with a top-level `metrics:` list.
     pub fn from_yaml(text: &str) -> Result<Vocabulary, String> {
@@ -134,6 +149,20 @@ impl Vocabulary {
                 return Some(sided(m, r, false));
             }
         }
+        // The split named after the metric (`loss/train`, `loss/val`, `acc_valid`: TensorBoard's
+        // `add_scalars("loss", {"train": …, "val": …})` and scripts that group a chart per
+        // metric): the same meaning as with the split in front.
+        for (suffixes, eval) in [(EVAL_SUFFIXES, true), (TRAIN_SUFFIXES, false)] {
+            for sfx in suffixes {
+                if let Some((m, r)) = t
+                    .strip_suffix(sfx)
+                    .filter(|b| !b.is_empty())
+                    .and_then(|b| self.lookup(b))
+                {
+                    return Some(sided(m, r, eval));
+                }
+            }
+        }
         // A distribution's summary logged as `<metric>/mean` (Tianshou's
         // `training/returns_stat/mean`, `update/vf_loss/mean`): the mean stands for the metric;
         // its `/std`, `/max`, `/min` siblings keep their own names.
@@ -149,10 +178,13 @@ impl Vocabulary {
             Some(b) => (true, b),
             None => (false, canonical),
         };
+        // A part is one of the rule's `parts` after its prefix (`loss/box`), never any name
+        // that merely starts like one (`loss/train` is not a part of the loss).
         let whole = self.rules.iter().find_map(|r| {
             let part_of = r.part_of.as_ref()?;
             let prefix = r.canonical.split('{').next()?;
-            (base.starts_with(prefix) && base.len() > prefix.len()).then(|| part_of.clone())
+            let rest = base.strip_prefix(prefix).filter(|x| !x.is_empty())?;
+            (r.parts.is_empty() || r.parts.iter().any(|p| p == rest)).then(|| part_of.clone())
         })?;
         Some(if eval { format!("eval_{whole}") } else { whole })
     }
@@ -306,6 +338,12 @@ mod tests {
             ("lr-AdamW/pg1", "learning_rate/pg1"),
             ("lr-AdamW", "learning_rate"),
             ("grad_2.0_norm_total", "grad_norm"),
+            // The split after the metric (TensorBoard's add_scalars, a chart per metric).
+            ("loss/train", "loss"),
+            ("loss/val", "eval_loss"),
+            ("Loss/Validation", "eval_loss"),
+            ("loss_valid", "eval_loss"),
+            ("lr/train", "learning_rate"),
         ] {
             assert_eq!(canonical_name(tag), want, "tag {tag:?}");
         }
@@ -313,6 +351,9 @@ mod tests {
         assert_eq!(part_of("eval_loss/cls").as_deref(), Some("eval_loss"));
         assert_eq!(part_of("loss"), None);
         assert_eq!(part_of("learning_rate/pg0"), None);
+        // A name that only starts like a part is not one.
+        assert_eq!(part_of("loss/train"), None);
+        assert_eq!(part_of("loss/whatever"), None);
     }
 
     #[test]
