@@ -384,3 +384,51 @@ fn non_utf8_names_and_symlink_loops_do_not_panic() {
     );
     assert!(run.model_config().is_none());
 }
+
+/// A safetensors file of one F32 tensor `head.weight` of shape [rows, 4], every byte `fill`.
+fn st_head(rows: usize, fill: u8) -> Vec<u8> {
+    let n = rows * 4 * 4;
+    let header = format!(
+        "{{\"head.weight\":{{\"dtype\":\"F32\",\"shape\":[{rows},4],\"data_offsets\":[0,{n}]}}}}"
+    );
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend(std::iter::repeat_n(fill, n));
+    out
+}
+
+/// The weights a fine-tune started from, kept in its folder, are not its final state: a
+/// step-less model in a subfolder named for a pretraining, or one whose tensors have other
+/// shapes than the run's checkpoints (a 4-class head beside a 6-class fine-tune), is set aside.
+/// A step-less model of the run's own shapes in a subfolder is still the final model.
+#[test]
+fn the_weights_a_run_started_from_are_not_its_final_checkpoint() {
+    for (folder, rows, kept) in [
+        ("pretrained", 6, false),
+        ("source", 4, false),
+        ("final", 6, true),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        write(
+            &root.join("checkpoint-50/model.safetensors"),
+            &st_head(6, 1),
+        );
+        write(
+            &root.join("checkpoint-100/model.safetensors"),
+            &st_head(6, 2),
+        );
+        write(
+            &root.join(folder).join("model.safetensors"),
+            &st_head(rows, 3),
+        );
+        let run = Run::discover(root).unwrap();
+        let finals = run.checkpoints.iter().filter(|c| c.is_final).count();
+        assert_eq!(finals, usize::from(kept), "{folder}: {:?}", run.checkpoints);
+        let aside = run
+            .set_aside
+            .iter()
+            .any(|s| s.path.ends_with(format!("{folder}/model.safetensors")));
+        assert_eq!(aside, !kept, "{folder}: {:?}", run.set_aside);
+    }
+}

@@ -318,6 +318,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
         }
     });
     set_aside_named_copies(&mut out, &stated, &mut set_aside);
+    set_aside_start_weights(&base, &mut out, &mut set_aside);
     for c in &mut out {
         // `checkpoint-0` or an explicit step 0 is the init; a placeholder 0 is not, and neither
         // is epoch 0 (saved after the first epoch).
@@ -342,6 +343,71 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
     attach_vecnormalize(run, &mut out);
     out.sort_by(|a, b| (a.step, a.is_final, &a.path).cmp(&(b.step, b.is_final, &b.path)));
     (out, set_aside)
+}
+
+/// Weights the run started from, found in its folder: a checkpoint taken as the final model only
+/// because nothing states its step, in a subfolder, that is named for a pretraining
+/// (`pretrained/`, `pretrain_weights.pth`) or whose tensors have other shapes than the run's own
+/// checkpoints (a pretrained 4-class head beside a fine-tune's 6-class one). The final model of a
+/// run has its checkpoints' shapes; a model of other shapes is not a state of this run.
+fn set_aside_start_weights(
+    base: &Path,
+    out: &mut Vec<CheckpointDir>,
+    set_aside: &mut Vec<SetAside>,
+) {
+    let newest_stepped = out
+        .iter()
+        .filter(|c| !c.is_final && !c.is_init)
+        .max_by_key(|c| c.step)
+        .and_then(|c| c.weights.first().cloned());
+    let pretrain_named = |p: &Path| {
+        p.strip_prefix(base).is_ok_and(|rel| {
+            rel.iter()
+                .any(|n| n.to_string_lossy().to_lowercase().contains("pretrain"))
+        })
+    };
+    out.retain(|c| {
+        let subfolder = c.weights.iter().all(|w| w.parent() != Some(base));
+        if !c.is_final || !c.step_unknown && c.step == 0 || !subfolder || c.weights.len() != 1 {
+            return true;
+        }
+        let w = &c.weights[0];
+        let reason = if pretrain_named(w) {
+            Some("named for a pretraining and stating no step: the weights the run started from, not a state of it".to_string())
+        } else {
+            newest_stepped
+                .as_ref()
+                .and_then(|n| other_shape(w, n).map(|d| (d, n)))
+                .map(|((name, here, there), n)| {
+                    format!(
+                        "tensor {name} has shape {here:?} here but {there:?} in the run's checkpoint {}: another model (the weights the run started from), not a state of this run",
+                        n.display()
+                    )
+                })
+        };
+        match reason {
+            Some(reason) => {
+                set_aside.push(SetAside {
+                    path: w.clone(),
+                    reason,
+                });
+                false
+            }
+            None => true,
+        }
+    });
+}
+
+/// The first tensor both files hold with different shapes: (name, shape in `a`, shape in `b`).
+fn other_shape(a: &Path, b: &Path) -> Option<(String, Vec<usize>, Vec<usize>)> {
+    let (fa, fb) = (
+        crate::tensors::TensorFile::open(a).ok()?,
+        crate::tensors::TensorFile::open(b).ok()?,
+    );
+    fa.tensors().iter().find_map(|t| {
+        let o = fb.get(&t.name)?;
+        (o.shape != t.shape).then(|| (t.name.clone(), t.shape.clone(), o.shape.clone()))
+    })
 }
 
 /// A file that is a whole checkpoint by itself: a torch file or SB3 archive that states its
