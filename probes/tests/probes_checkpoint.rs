@@ -1679,3 +1679,36 @@ fn moments_do_not_call_a_dead_network_frozen() {
     let v = one("frozen_drift", &fx("vision_frozen_in_optimizer"), &[]);
     assert_eq!(v.status, Status::Warn, "{v:#?}");
 }
+
+/// A target network (DQN's `q_net_target`, SAC's `critic_target`) is a copy of the network
+/// beside it, moved by copying every N steps, never by the optimizer: between two checkpoints
+/// closer than that it sits still by design. A tensor that only happens to have "target" in its
+/// name, with no twin beside it, is still judged.
+#[test]
+fn a_target_network_beside_its_online_twin_is_not_left_out_of_the_optimizer() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b, c) = (randn(64, 0.02, 1), randn(64, 0.02, 2), randn(32, 0.02, 3));
+    let moved: Vec<f32> = a.iter().map(|x| x * 1.01 + 1e-3).collect();
+    for (step, online) in [(10, a.clone()), (20, moved)] {
+        ckpt(
+            d.path(),
+            step,
+            &[
+                t("q_net.q_net.0.weight", &[8, 8], online),
+                t("q_net_target.q_net.0.weight", &[8, 8], b.clone()),
+                t("target_proj.weight", &[4, 8], c.clone()),
+            ],
+        );
+    }
+    let v = one("identical_tensors", d.path(), &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Fail, "some_identical"),
+        "{v:#?}"
+    );
+    assert!(
+        v.message.contains("target_proj.weight") && !v.message.contains("q_net_target"),
+        "{}",
+        v.message
+    );
+}

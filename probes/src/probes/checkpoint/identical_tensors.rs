@@ -44,6 +44,36 @@ fn bias_before_batchnorm(m: &Model, name: &str) -> bool {
         })
 }
 
+/// A tensor of a network kept as a copy of another, moved by copying or averaging and never by
+/// the optimizer: a DQN / SAC / TD3 target network (`q_net_target.…`, `critic_target.…`,
+/// `target_net.…`), an EMA or a distillation teacher. Its module's name says so (a word
+/// `target`, `ema` or `teacher` in one component of the path), and the network it copies is
+/// beside it: a tensor of the same shape under the same path below another component. Between
+/// two checkpoints closer than the copy interval it does not move, by design.
+fn copy_network(m: &Model, name: &str) -> bool {
+    let parts: Vec<&str> = name.split('.').collect();
+    parts.iter().enumerate().any(|(k, comp)| {
+        let lower = comp.to_ascii_lowercase();
+        let says_copy = lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|t| matches!(t, "target" | "ema" | "teacher"));
+        if !says_copy {
+            return false;
+        }
+        let (before, after) = (parts[..k].join("."), parts[k + 1..].join("."));
+        let shape = m.info(name).map(|i| i.shape.clone());
+        m.infos().any(|(other, info)| {
+            other != name
+                && Some(&info.shape) == shape.as_ref()
+                && other
+                    .strip_prefix(before.as_str())
+                    .map(|r| r.trim_start_matches('.'))
+                    .and_then(|r| r.split_once('.'))
+                    .is_some_and(|(c, rest)| c != *comp && rest == after)
+        })
+    })
+}
+
 /// Tensors expected not to train: declared frozen, a LoRA base, a tower frozen by the stage,
 /// a bias feeding BatchNorm.
 fn expected_static<'a>(ctx: &'a ProbeCtx, m: &'a Model) -> impl Fn(&str) -> bool + 'a {
@@ -54,6 +84,7 @@ fn expected_static<'a>(ctx: &'a ProbeCtx, m: &'a Model) -> impl Fn(&str) -> bool
     move |name: &str| {
         if frozen.iter().any(|p| under(name, p))
             || bias_before_batchnorm(m, name)
+            || copy_network(m, name)
             || super::by_design::unused_by_design(run, name).is_some()
         {
             return true;
