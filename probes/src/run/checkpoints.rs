@@ -268,6 +268,9 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
         }
     }
     let mut out: Vec<CheckpointDir> = groups.into_values().collect();
+    for c in &mut out {
+        steps_by_own_state(c);
+    }
     // Torch checkpoints that embed their optimizer (Lightning `.ckpt`) are their own optimizer.
     for c in &mut out {
         // (A single-file checkpoint was already read above.)
@@ -343,6 +346,35 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
     attach_vecnormalize(run, &mut out);
     out.sort_by(|a, b| (a.step, a.is_final, &a.path).cmp(&(b.step, b.is_final, &b.path)));
     (out, set_aside)
+}
+
+/// A checkpoint folder whose own optimizer or scheduler state has taken more steps than the
+/// number in its name: the name counts saves or epochs (accelerate's automatic naming writes
+/// `checkpoints/checkpoint_0`, `checkpoint_1`, … at steps 50 and 100), the state counts optimizer
+/// steps, so the state gives the step. A name at or above the state's count is kept: it is the
+/// step, and a scheduler stepped once per epoch counts less.
+fn steps_by_own_state(c: &mut CheckpointDir) {
+    if c.unit != IndexUnit::Step || c.weights.iter().any(|w| *w == c.path) {
+        return;
+    }
+    let sched = c.scheduler.as_deref().and_then(|p| {
+        let z = TorchZip::open(p).ok()?;
+        let v = lookup(z.root(), "last_epoch")?;
+        match v {
+            Value::Tensor(t) => z.scalar(t).ok(),
+            other => other.as_f64(),
+        }
+    });
+    let adam = || {
+        let o = crate::tensors::optim::OptimizerState::open(c.optimizer.as_deref()?).ok()?;
+        o.state.values().filter_map(|s| s.step).reduce(f64::max)
+    };
+    let Some(taken) = sched.filter(|s| *s >= 1.0).or_else(adam) else {
+        return;
+    };
+    if taken.is_finite() && taken > c.step as f64 {
+        c.step = taken as u64;
+    }
 }
 
 /// Weights the run started from, found in its folder: a checkpoint taken as the final model only
