@@ -552,8 +552,13 @@ fn falling_kind_loss(ctx: &ProbeCtx) -> Option<Vec<f64>> {
     {
         return None;
     }
-    let v = finite_values(ctx.run.metrics().get("loss")?);
-    (v.len() >= 8).then_some(v)
+    let s = ctx.run.metrics().get("loss")?;
+    let v = finite_values(s);
+    // Each point a mean over many steps (an epoch's mean; the HF Trainer's loss, averaged over
+    // its logging interval): four of them tell a trend that eight single batches would.
+    let averaged = s.unit == crate::metrics::Unit::Epoch
+        || matches!(ctx.profile.framework.value.as_str(), "hf_trainer" | "trl");
+    (v.len() >= 8 || (averaged && v.len() >= 4)).then_some(v)
 }
 
 /// Does a preference-optimisation run learn, by its own signal? Its loss can sit on an offset
@@ -607,6 +612,12 @@ pub(crate) fn loss_improving(ctx: &ProbeCtx) -> bool {
     let (head, mid, tail) = quarters(&v);
     if head <= 0.0 {
         return false;
+    }
+    // Fallen to a twentieth of where it started: it learned, whatever the noise at its floor
+    // does between the last two quarters (a loss that lands on exactly 0 is degenerate, not
+    // learned).
+    if tail > 0.0 && tail <= 0.05 * head {
+        return true;
     }
     if ctx.profile.sees_run_start() {
         (head - tail) / head >= 0.1 && tail <= mid * 1.02

@@ -533,3 +533,29 @@ fn an_early_val_gap_that_closes_is_not_overfitting() {
     ]);
     assert_eq!(ask(val_gap, &stays, &[], tp).outcome, "overfit");
 }
+
+#[test]
+fn a_loss_logged_per_epoch_learns_in_few_points() {
+    // Seven epoch means, 32 steps apart (HF `logging_strategy="epoch"`, Keras, Lightning on_epoch) falling from
+    // 0.69 to a floor of about 0.01, noisy there: a learning run, so one early grad norm of 11.8
+    // (warmup) is no always-clipping regime. Eight single batches would be needed to say so;
+    // four means are enough.
+    let loss: Vec<(u64, f64)> = [0.6934, 0.4761, 0.0637, 0.0128, 0.0147, 0.0233, 0.006]
+        .iter()
+        .enumerate()
+        .map(|(e, v)| (32 * (e as u64 + 1), *v))
+        .collect();
+    let norms: Vec<(u64, f64)> = [0.22, 11.78, 0.9, 0.3, 0.08, 0.05, 0.03]
+        .iter()
+        .enumerate()
+        .map(|(e, v)| (32 * (e as u64 + 1), *v))
+        .collect();
+    let band = thresholds("grad_norm_band");
+    let r = run_with(&[("epoch_loss", loss.clone()), ("grad_norm", norms.clone())]);
+    let v = ask(grad_norm_band, &r, &["max_grad_norm=1"], band.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
+    // The same seven values as single logged batches do not tell a trend: the band judges.
+    let r = run_with(&[("loss", loss), ("grad_norm", norms)]);
+    let v = ask(grad_norm_band, &r, &["max_grad_norm=1"], band);
+    assert_eq!(v.status, Status::Warn, "{v:?}");
+}
