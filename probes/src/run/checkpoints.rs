@@ -354,7 +354,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
 /// steps, so the state gives the step. A name at or above the state's count is kept: it is the
 /// step, and a scheduler stepped once per epoch counts less.
 fn steps_by_own_state(c: &mut CheckpointDir) {
-    if c.unit != IndexUnit::Step || c.weights.iter().any(|w| *w == c.path) {
+    if c.unit != IndexUnit::Step || c.weights.contains(&c.path) {
         return;
     }
     let sched = c.scheduler.as_deref().and_then(|p| {
