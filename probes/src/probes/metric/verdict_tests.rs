@@ -256,7 +256,18 @@ fn the_val_gap_is_judged_at_the_loss_scale() {
         (Status::Pass, "pass"),
         "{v:?}"
     );
-    assert!(v.message.contains("still at its best"), "{v:?}");
+    assert!(v.message.contains("of its best"), "{v:?}");
+    // A mild late rise (17% above its best, at 3× a training loss near 0.13) is not a runaway
+    // either; a rise to 30% above the best (`rising`) is.
+    let wobble = run_with(&[
+        ("loss", (1..=400).map(|t| (t, 0.127)).collect()),
+        (
+            "eval_loss",
+            vec![(100, 0.50), (200, 0.34), (300, 0.36), (400, 0.40)],
+        ),
+    ]);
+    let v = ask(val_gap, &wobble, &[], p.clone());
+    assert_eq!(v.status, Status::Pass, "{v:?}");
     // The seed's case still fails: 1.2 above a loss of 2.
     let v = ask(val_gap, &run(2.0, 3.2), &[], p);
     assert_eq!(v.status, Status::Fail, "{v:?}");
