@@ -362,7 +362,9 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
             // timm's args.yaml and many scripts' configs: `sched: cosine` beside a `warmup`
             // whose unit (epochs, steps, a ratio) is not said; kept apart from `schedule`,
             // whose warmup and length the curve fit relies on.
-            "sched" | "lr_sched" if !numeric => "sched",
+            "sched" | "lr_sched" | "scheduler" | "lr_scheduler" if !numeric => "sched",
+            // CosineAnnealingLR's period, in scheduler steps (epochs, or optimizer steps).
+            "t_max" | "T_max" | "tmax" if numeric && !v.starts_with('-') => "t_max",
             "schedule" | "lr_scheduler_type" | "lr_schedule" if !numeric => {
                 let s = v.to_lowercase();
                 let sched = if s.contains("cos") {

@@ -61,6 +61,10 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("total_steps", "planned optimizer steps of the run"),
     ("epochs", "planned epochs of the run"),
     (
+        "t_max",
+        "CosineAnnealingLR's period T_max, in scheduler steps (epochs or optimizer steps)",
+    ),
+    (
         "sched",
         "the LR scheduler a config names where its warmup's units are not known (timm's and many scripts' `sched`); read only to tell a flat LR from one that should have moved",
     ),

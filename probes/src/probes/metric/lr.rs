@@ -278,15 +278,15 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
     if pts.len() >= 2 && (hi - lo) / hi <= flat {
         let measured = format!("LR constant at {} over steps {a}..{b}", fmt(hi));
         if decl.is_none() {
-            if let Some((name, span, total, unit)) = named_moving_schedule(ctx, s.unit, a, b) {
-                let mut msg = format!("the config names `sched: {name}`, which moves the LR every step or epoch, but the LR never moves over {span} of the run's {total} {unit}: the scheduler is never stepped ({}), or the optimizer is rebuilt and loses it", scheduler_step_knob(ctx));
+            if let Some((name, flat_over, length)) = named_moving_schedule(ctx, s.unit, a, b) {
+                let mut msg = format!("the config names the {name} LR schedule, which moves the LR every step or epoch, but the LR never moves over {flat_over} of {length}: the scheduler is never stepped ({}), or the optimizer is rebuilt and loses it", scheduler_step_knob(ctx));
                 if let Some(m) = lr_max {
                     msg.push_str(&format!("; it sits at {}× lr_max {}", fmt(hi / m), fmt(m)));
                 }
                 return vec![base(Status::Fail, "constant_nonzero")
                     .measured(measured)
                     .expected(format!(
-                        "{name} moves the LR over any {:.0}% of the run's {total} {unit}",
+                        "{name} moves the LR over any {:.0}% of {length}",
                         100.0 * NAMED_SPAN_MIN
                     ))
                     .message(msg)];
@@ -471,33 +471,67 @@ const NAMED_SPAN_MIN: f64 = 0.3;
 /// one-cycle, tanh, inverse square root; never a constant, step, multistep or plateau one, which
 /// may stay flat for long), when the flat LR series (steps `a..=b`, in `unit`) spans at least
 /// [`NAMED_SPAN_MIN`] of the run's planned length in the same unit (`epochs` for an LR logged
-/// per epoch, `total_steps` per step): (name, span, planned length, unit word).
+/// per epoch, `total_steps` per step), or of a cosine's period `t_max` by the epochs it spans:
+/// (name, the flat stretch, the length it is held against), in words.
 fn named_moving_schedule(
     ctx: &ProbeCtx,
     unit: crate::metrics::Unit,
     a: u64,
     b: u64,
-) -> Option<(String, u64, f64, &'static str)> {
+) -> Option<(String, String, String)> {
     let name = ctx.facts.get("sched")?.trim().to_ascii_lowercase();
     let still = ["const", "step", "plateau", "none", "stable", "fixed"];
     let moves = ["cos", "linear", "poly", "exp", "cycle", "tanh", "sqrt"];
     if still.iter().any(|w| name.contains(w)) || !moves.iter().any(|w| name.contains(w)) {
         return None;
     }
-    let (total, word) = match unit {
-        crate::metrics::Unit::Epoch => (ctx.facts.f64("epochs")?, "epochs"),
-        crate::metrics::Unit::Step => (ctx.facts.f64("total_steps")?, "steps"),
-    };
+    let fits = |span: u64, total: f64| total > 0.0 && span as f64 >= NAMED_SPAN_MIN * total;
     let span = b.saturating_sub(a);
-    (total > 0.0 && span as f64 >= NAMED_SPAN_MIN * total && b as f64 <= 1.5 * total)
-        .then_some((name, span, total, word))
+    let by_length = match unit {
+        crate::metrics::Unit::Epoch => ctx.facts.f64("epochs").map(|t| (t, "epochs")),
+        crate::metrics::Unit::Step => ctx.facts.f64("total_steps").map(|t| (t, "steps")),
+    };
+    if let Some((total, word)) = by_length {
+        if fits(span, total) && b as f64 <= 1.5 * total {
+            return Some((
+                name,
+                format!("{span} {word}"),
+                format!("the run's {total} {word}"),
+            ));
+        }
+    }
+    // A cosine's period T_max counts scheduler steps: epochs (stepped per epoch) or optimizer
+    // steps, never fewer than the epochs the flat stretch spans, so those epochs decide.
+    let t_max = ctx.facts.f64("t_max")?;
+    let epochs = ctx.run.metrics().get("epoch").and_then(|e| {
+        let inside: Vec<f64> = e
+            .points
+            .iter()
+            .filter(|p| (a..=b).contains(&p.step) && p.value.is_finite())
+            .map(|p| p.value)
+            .collect();
+        let lo = inside.iter().copied().reduce(f64::min)?;
+        let hi = inside.iter().copied().reduce(f64::max)?;
+        Some((hi - lo).max(0.0) as u64)
+    });
+    let span = match unit {
+        crate::metrics::Unit::Epoch => span,
+        crate::metrics::Unit::Step => epochs?,
+    };
+    fits(span, t_max).then(|| {
+        (
+            name,
+            format!("{span} epochs (at least {span} scheduler steps)"),
+            format!("its period T_max = {t_max} scheduler steps"),
+        )
+    })
 }
 
 /// How this run's framework steps its LR scheduler, as the knob to turn when the schedule
 /// never advances (the fix names the run's own framework, not a generic loop).
 pub(crate) fn scheduler_step_knob(ctx: &ProbeCtx) -> &'static str {
     match ctx.profile.framework.value.as_str() {
-        "lightning" => "Lightning steps an LR scheduler once per epoch unless told otherwise: return {\"optimizer\": opt, \"lr_scheduler\": {\"scheduler\": sched, \"interval\": \"step\"}} from configure_optimizers",
+        "lightning" => "Lightning steps only a scheduler that configure_optimizers returns, once per epoch unless told otherwise: return {\"optimizer\": opt, \"lr_scheduler\": {\"scheduler\": sched, \"interval\": \"step\"}} (a scheduler built and not returned is never stepped)",
         "hf_trainer" | "trl" => "the Trainer steps its own scheduler: check lr_scheduler_type (not \"constant\") and that a custom optimizers=(opt, sched) pair passes the scheduler, not None",
         "deepspeed" => "give DeepSpeed the scheduler (the \"scheduler\" block of its config, or lr_scheduler= in deepspeed.initialize) or call lr_scheduler.step() after engine.step()",
         "accelerate" => "call lr_scheduler.step() after optimizer.step() in the loop (and pass the scheduler through accelerator.prepare)",

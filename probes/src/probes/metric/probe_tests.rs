@@ -83,7 +83,7 @@ fn lr_schedule_shapes() {
         (Status::Fail, "constant_nonzero"),
         "{v:?}"
     );
-    assert!(v.message.contains("sched: cosine"), "{}", v.message);
+    assert!(v.message.contains("cosine LR schedule"), "{}", v.message);
     for facts in [
         &["sched=cosine", "total_steps=3000"][..],
         &["sched=cosine"][..],
@@ -93,6 +93,31 @@ fn lr_schedule_shapes() {
     ] {
         assert_eq!(named(facts).status, Status::Pass, "{facts:?}");
     }
+    // A cosine's period T_max (Lightning hparams: scheduler: cosine, t_max: 8) with no run
+    // length: the epochs the flat LR spans (7 of 8) are at least that many scheduler steps.
+    let epochs = |last: u64| {
+        run_with(&[
+            ("learning_rate", (1..=300).map(|t| (t, 3e-3)).collect()),
+            (
+                "epoch",
+                (1..=300)
+                    .map(|t| (t, ((t - 1) * last / 299) as f64))
+                    .collect(),
+            ),
+        ])
+    };
+    let facts = ["sched=cosine", "t_max=8"];
+    let v = ask(lr_schedule, &epochs(7), &facts, lr_params());
+    assert_eq!(v.outcome, "constant_nonzero", "{v:?}");
+    assert!(v.message.contains("T_max = 8"), "{}", v.message);
+    // One epoch of a 100-epoch cosine may look flat.
+    let v = ask(
+        lr_schedule,
+        &epochs(1),
+        &["sched=cosine", "t_max=100"],
+        lr_params(),
+    );
+    assert_eq!(v.status, Status::Pass, "{v:?}");
     // Constant zero always fails.
     let zero = run_with(&[("learning_rate", (1..=50).map(|t| (t, 0.0)).collect())]);
     assert_eq!(
