@@ -132,3 +132,33 @@ fn second_moments_zero_for_every_parameter_is_a_reset() {
         "{v:#?}"
     );
 }
+
+/// The same zeroed moments at the full step count beside a loss that does not learn (flat at
+/// ln 5): no reset, which would restart the count, but a network that gets no gradient (units
+/// dead, or the loss cut off from the graph). S6.2 passes and says so; S4.1 and O25 judge.
+#[test]
+fn second_moments_zero_at_the_full_count_beside_a_flat_loss_are_no_gradient() {
+    let d = tempfile::tempdir().unwrap();
+    let ck = d.path().join("checkpoint-300");
+    std::fs::create_dir_all(&ck).unwrap();
+    let shapes = vec![vec![64, 32], vec![32], vec![32, 32]];
+    optim_writer::write_adam_pt(&ck.join("optimizer.pt"), &shapes, 300.0, 0.0, 0.0);
+    let history: Vec<String> = (1..=12)
+        .map(|k| format!(r#"{{"loss": 1.609, "step": {}}}"#, 25 * k))
+        .collect();
+    std::fs::write(
+        d.path().join("trainer_state.json"),
+        format!(
+            r#"{{"global_step": 300, "log_history": [{}]}}"#,
+            history.join(", ")
+        ),
+    )
+    .unwrap();
+    let v = check_like(d.path())
+        .into_iter()
+        .find(|(id, v)| *id == "optimizer_rebuilt" && v.entry == "S6.2")
+        .unwrap()
+        .1;
+    assert_eq!(v.status, Status::Pass, "{v:#?}");
+    assert!(v.message.contains("never got a gradient"), "{}", v.message);
+}

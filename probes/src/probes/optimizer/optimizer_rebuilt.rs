@@ -120,7 +120,7 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
     // parameters with v = 0 beside many that accumulated after as many steps, got no
     // gradient at any step: a bias whose effect cancels in a pairwise loss (a reward model's
     // Bradley-Terry loss reads only r_chosen - r_rejected), or an unused branch.
-    let no_gradient = !zero_v.is_empty() && 2 * zero_v.len() < judged;
+    let few = 2 * zero_v.len() < judged;
     let ev = opt_ev(&opt, c);
     let mut out = Vec::new();
     // A run step that counts the steps of every optimizer in the checkpoint (Lightning's
@@ -128,6 +128,14 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
     // held against all of them.
     let all_steps = opt_step + opt.sibling_steps;
     let ratio = all_steps / run_step;
+    // Most params with moments at 0 while their step count matches the run's (a rebuild
+    // restarts the count) and the loss does not learn: the network gets no gradient at all
+    // (units dead after too high an LR or a negative bias, or the loss cut off from the graph),
+    // not a lost state. A state zeroed at the full count beside a loss that learns, or with no
+    // loss to say, stays a reset.
+    let steps_match = run_step.is_finite() && run_step >= min_step && ratio >= step_ratio;
+    let dead = steps_match && crate::probes::metric::grad_norm::loss_not_learning(ctx);
+    let no_gradient = !zero_v.is_empty() && (few || dead);
     let siblings = if opt.sibling_steps > 0.0 {
         format!(
             " + {} of the checkpoint's other optimizers",
@@ -181,9 +189,15 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
                 " ({low_steps} params have a lower step: added or unfrozen later)"
             ));
         }
-        if no_gradient {
+        if no_gradient && few {
             msg.push_str(&format!(
                 "; {} of {judged} params never got a gradient (‖v‖ ≈ 0 after ≥ {min_step} of their steps): {} — not a reset, which zeroes every param's moments",
+                zero_v.len(),
+                list_some(&zero_v, 4)
+            ));
+        } else if no_gradient {
+            msg.push_str(&format!(
+                "; {} of {judged} params never got a gradient (‖v‖ ≈ 0 while their step count matches the run's, which a reset would restart): {} — the network receives no gradient: units dead after too high an LR or a large negative bias (O25), or the loss cut off from the graph (O3)",
                 zero_v.len(),
                 list_some(&zero_v, 4)
             ));
