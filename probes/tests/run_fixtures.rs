@@ -432,3 +432,24 @@ fn the_weights_a_run_started_from_are_not_its_final_checkpoint() {
         assert_eq!(aside, !kept, "{folder}: {:?}", run.set_aside);
     }
 }
+
+/// accelerate's automatic checkpoint naming counts saves (`checkpoints/checkpoint_0`,
+/// `checkpoint_1`), not steps: each folder's own scheduler state (last_epoch) gives the step it
+/// was saved at (50 and 100 in this field run), so checkpoint_0 is no init.
+#[test]
+fn accelerate_automatic_names_take_their_steps_from_the_saved_state() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/field/accel_b7_automatic_naming_healthy");
+    let run = Run::discover(&dir).unwrap();
+    let steps: Vec<(u64, bool)> = run
+        .checkpoints
+        .iter()
+        .map(|c| (c.step, c.is_init))
+        .collect();
+    assert_eq!(
+        steps,
+        vec![(50, false), (100, false)],
+        "{:?}",
+        run.checkpoints
+    );
+}

@@ -440,7 +440,11 @@ fn other_reason(p: &Path) -> String {
     {
         return "environment listing".into();
     }
+    if name == "evaluations.npz" {
+        return "Stable-Baselines3 EvalCallback's results (timesteps, returns, episode lengths as NumPy arrays): not read; the same evaluation's eval/mean_reward is read from the logger's files".into();
+    }
     match ext {
+        "npz" | "npy" => "NumPy arrays of unknown role (not read)".into(),
         "py" | "sh" | "ipynb" => "code".into(),
         "md" | "txt" | "rst" => "documentation or notes".into(),
         "png" | "jpg" | "jpeg" | "gif" | "svg" | "mp4" => "media".into(),
