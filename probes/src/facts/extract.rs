@@ -364,7 +364,8 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
             // whose warmup and length the curve fit relies on.
             "sched" | "lr_sched" | "scheduler" | "lr_scheduler" if !numeric => "sched",
             // CosineAnnealingLR's period, in scheduler steps (epochs, or optimizer steps).
-            "t_max" | "T_max" | "tmax" if numeric && !v.starts_with('-') => "t_max",
+            // (`T_max`, `t_max_epochs`, `cosine_t_max`: any key naming T_max.)
+            k if numeric && !v.starts_with('-') && names_t_max(k) => "t_max",
             "schedule" | "lr_scheduler_type" | "lr_schedule" if !numeric => {
                 let s = v.to_lowercase();
                 let sched = if s.contains("cos") {
@@ -387,6 +388,14 @@ fn config_pairs_facts(pairs: &[(String, String)], file: &str, f: &mut Facts) {
     if get("decay_lr") == Some("true") && get("warmup_iters").is_some() {
         f.set_artifact_if_absent("schedule", "warmup_cosine", file);
     }
+}
+
+/// A config key that names a cosine schedule's period T_max (`T_max`, `t_max`, `tmax`,
+/// `t_max_epochs`, `cosine_t_max`), by its words.
+fn names_t_max(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    let words: Vec<&str> = k.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+    words.contains(&"tmax") || words.windows(2).any(|w| w == ["t", "max"])
 }
 
 /// A precision as the frameworks write it: Lightning `16-mixed` / `bf16-mixed` / `32`,
@@ -569,6 +578,23 @@ fn hparams_facts(path: &Path, f: &mut Facts) {
 mod tests {
     use super::*;
     use crate::tensors::Value;
+
+    #[test]
+    fn keys_naming_a_cosine_period_are_read_by_their_words() {
+        for k in [
+            "T_max",
+            "t_max",
+            "tmax",
+            "t_max_epochs",
+            "cosine_t_max",
+            "lr.T_max",
+        ] {
+            assert!(super::names_t_max(k), "{k}");
+        }
+        for k in ["max_steps", "t_mult", "batch_max", "limit_train_batches"] {
+            assert!(!super::names_t_max(k), "{k}");
+        }
+    }
 
     #[test]
     fn a_model_card_naming_its_base_makes_the_run_a_fine_tune() {

@@ -584,3 +584,38 @@ fn a_loss_logged_per_epoch_learns_in_few_points() {
     let v = ask(grad_norm_band, &r, &["max_grad_norm=1"], band);
     assert_eq!(v.status, Status::Warn, "{v:?}");
 }
+
+#[test]
+fn episode_returns_are_smoothed_over_episodes_not_steps() {
+    // A DQN's per-episode returns (points at irregular gaps, each gap an episode's length): ~20
+    // early, then ε-greedy episodes scattered around 180 with one of 427 late. One lucky
+    // episode is no peak to collapse from.
+    let mut pts: Vec<(u64, f64)> = Vec::new();
+    let mut step = 0u64;
+    for i in 0..120u64 {
+        let ret = if i < 40 {
+            18.0 + (i % 7) as f64
+        } else if i == 110 {
+            427.0
+        } else {
+            180.0 + 60.0 * (((i * 37) % 11) as f64 / 10.0 - 0.5)
+        };
+        step += ret as u64;
+        pts.push((step, ret));
+    }
+    pts.push((step + 140, 140.0));
+    let pp = thresholds("ppo_health");
+    let r = run_with(&[("episode_return", pts.clone())]);
+    let v = ask(ppo_health, &r, &[], pp.clone());
+    assert_eq!((v.entry.as_str(), v.status), ("R1", Status::Pass), "{v:?}");
+    // A real collapse over many episodes still warns: the last 30 episodes at 30.
+    let mut fell = pts;
+    let mut step = fell.last().unwrap().0;
+    for _ in 0..30 {
+        step += 30;
+        fell.push((step, 30.0));
+    }
+    let r = run_with(&[("episode_return", fell)]);
+    let v = ask(ppo_health, &r, &[], pp);
+    assert_eq!((v.entry.as_str(), v.status), ("R1", Status::Warn), "{v:?}");
+}

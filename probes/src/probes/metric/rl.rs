@@ -154,6 +154,42 @@ struct Curve {
     never_rose: bool,
 }
 
+/// Points per episode-level smoothing window: one episode's return is one draw from a noisy
+/// policy (ε-greedy, a sampled action), so a peak or a drop is read over this many of them.
+const EPISODES_PER_WINDOW: f64 = 10.0;
+
+/// Whether each point of a reward series is one episode's return: points at irregular step
+/// gaps (each gap an episode's length). A per-rollout mean (SB3's `ep_rew_mean`, logged at
+/// regular gaps) is already smoothed.
+fn per_episode(r: &crate::metrics::Series) -> bool {
+    let gaps: Vec<f64> = r
+        .points
+        .windows(2)
+        .map(|w| w[1].step.saturating_sub(w[0].step) as f64)
+        .filter(|g| *g > 0.0)
+        .collect();
+    if gaps.len() < 10 {
+        return false;
+    }
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+    sd / mean.max(1e-12) > 0.2
+}
+
+/// An EMA over the last `n` points, whatever their steps (finite values only).
+fn ema_over_points(points: &[crate::metrics::Point], n: f64) -> Vec<(u64, f64)> {
+    let alpha = 2.0 / (n + 1.0);
+    let mut out: Vec<(u64, f64)> = Vec::with_capacity(points.len());
+    for p in points.iter().filter(|p| p.value.is_finite()) {
+        let v = match out.last() {
+            Some(&(_, prev)) => prev + alpha * (p.value - prev),
+            None => p.value,
+        };
+        out.push((p.step, v));
+    }
+    out
+}
+
 pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
     let (target, factor, growth, drop_frac, tail, reward_span) = (
         p!(ctx, "kl_target"),
@@ -198,7 +234,11 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
     // it fell back by more than drop_frac of its gain after the peak (collapsed), and whether it
     // fell from its first value and never rose above it (never_rose).
     let shape = |r: &crate::metrics::Series| {
-        let e = ema(&r.points, reward_span);
+        let e = if per_episode(r) {
+            ema_over_points(&r.points, EPISODES_PER_WINDOW)
+        } else {
+            ema(&r.points, reward_span)
+        };
         let start = e.first().map(|x| x.1).unwrap_or(0.0);
         let (peak_step, peak) =
             e.iter()

@@ -9,9 +9,15 @@ use crate::probes::util::*;
 /// Whether two series are one run logged twice (metrics.csv and TensorBoard, a trainer state
 /// and TensorBoard): they share at least one step and agree at every shared step.
 fn same_run(a: &Series, b: &Series, tol: f64) -> bool {
-    // Two logs of one folder are one run's (a progress log and an epoch summary), and a series
+    // Two logs of one folder are one run's (a progress log and an epoch summary), and so are
+    // logs one of whose folders holds the other (progress.csv beside a tb/ folder of the same
+    // loop): a seed is never inside another seed's folder, they sit side by side. A series
     // counted in epochs is never another seed of one counted in steps.
-    if a.unit != b.unit || (a.source.parent().is_some() && a.source.parent() == b.source.parent()) {
+    let nested = match (a.source.parent(), b.source.parent()) {
+        (Some(pa), Some(pb)) => pa.starts_with(pb) || pb.starts_with(pa),
+        _ => false,
+    };
+    if a.unit != b.unit || nested {
         return true;
     }
     let mut shared = 0usize;

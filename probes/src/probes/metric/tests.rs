@@ -477,18 +477,31 @@ fn seed_spread_counts_runs_not_log_files() {
             curve(end),
         ));
     }
-    // A pretraining (40 steps) beside its fine-tune (100 steps): two experiments, not seeds.
+    // A pretraining (40 steps) beside its fine-tune (100 steps), side by side: two experiments,
+    // not seeds.
     let short: Vec<(u64, f64)> = curve(3.0).into_iter().take(40).collect();
     let pair = Run::from_metrics(
         Path::new("ft"),
         MetricSet::new(vec![
-            series_at("loss", "ft/summary.csv", None, curve(2.0)),
-            series_at("loss", "ft/pretrain/summary.csv", None, short),
+            series_at("loss", "ft/finetune/summary.csv", None, curve(2.0)),
+            series_at("loss", "ft/pretrain/summary.csv", None, short.clone()),
         ]),
     );
     let v = ask_with(seed_spread, &pair, &facts, seed_params(), None);
     assert_eq!(v.status, Status::Skip, "{v:?}");
     assert!(v.message.contains("different experiments"), "{v:?}");
+    // A log at the run's root and one in a folder below it (progress.csv beside tb/) are one
+    // run's: a seed never sits inside another seed's folder.
+    let nested = Run::from_metrics(
+        Path::new("ft"),
+        MetricSet::new(vec![
+            series_at("loss", "ft/progress.csv", None, curve(2.0)),
+            series_at("loss", "ft/tb/events", None, curve(2.3)),
+        ]),
+    );
+    let v = ask_with(seed_spread, &nested, &facts, seed_params(), None);
+    assert_eq!(v.status, Status::Skip, "{v:?}");
+    assert!(v.message.contains("one run only"), "{v:?}");
     let five = Run::from_metrics(Path::new("seeds"), MetricSet::new(series));
     let v = ask_with(seed_spread, &five, &facts, seed_params(), None);
     assert_eq!(
