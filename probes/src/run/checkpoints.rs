@@ -366,8 +366,9 @@ fn steps_by_own_state(c: &mut CheckpointDir) {
         }
     });
     let adam = || {
-        let o = crate::tensors::optim::OptimizerState::open(c.optimizer.as_deref()?).ok()?;
-        o.state.values().filter_map(|s| s.step).reduce(f64::max)
+        crate::tensors::optim::OptimizerState::open(c.optimizer.as_deref()?)
+            .ok()?
+            .max_step()
     };
     let Some(taken) = sched.filter(|s| *s >= 1.0).or_else(adam) else {
         return;

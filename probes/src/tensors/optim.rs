@@ -354,6 +354,16 @@ impl OptimizerState {
         self.groups.iter().find(|g| g.params.contains(&id))
     }
 
+    /// The largest finite per-parameter `step` (Adam's count of optimizer steps), if any
+    /// parameter keeps one.
+    pub fn max_step(&self) -> Option<f64> {
+        self.state
+            .values()
+            .filter_map(|s| s.step)
+            .filter(|s| s.is_finite())
+            .reduce(f64::max)
+    }
+
     /// Parameters listed in a group that have no state (never stepped, or frozen).
     pub fn params_without_state(&self) -> Vec<u64> {
         self.groups

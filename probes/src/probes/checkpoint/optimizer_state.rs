@@ -144,14 +144,6 @@ pub(crate) fn opt_ev(opt: &OptimizerState, c: Option<&CheckpointDir>) -> Evidenc
     }
 }
 
-pub(crate) fn max_state_step(opt: &OptimizerState) -> Option<f64> {
-    opt.state
-        .values()
-        .filter_map(|s| s.step)
-        .filter(|s| s.is_finite())
-        .reduce(f64::max)
-}
-
 /// Whether checkpoint `c`'s index counts optimizer steps. It does not for an epoch (timm,
 /// Ultralytics) or for a Stable-Baselines3 archive's environment timesteps (each PPO rollout of
 /// n_steps feeds n_epochs × n_steps / batch_size optimizer steps; DQN and SAC take
@@ -169,7 +161,7 @@ pub(crate) fn index_counts_optimizer_steps(run: &Run, c: &CheckpointDir) -> bool
 pub(crate) fn saved_optimizer_step(c: &CheckpointDir) -> Option<f64> {
     OptimizerState::open(c.optimizer.as_ref()?)
         .ok()
-        .and_then(|o| max_state_step(&o))
+        .and_then(|o| o.max_step())
 }
 
 /// The optimizer steps from checkpoint `a` to the later `b`: the difference of their indices

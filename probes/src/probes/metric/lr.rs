@@ -279,10 +279,7 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
         let measured = format!("LR constant at {} over steps {a}..{b}", fmt(hi));
         if decl.is_none() {
             if let Some((name, flat_over, length)) = named_moving_schedule(ctx, s.unit, a, b) {
-                let mut msg = format!("the config names the {name} LR schedule, which moves the LR every step or epoch, but the LR never moves over {flat_over} of {length}: the scheduler is never stepped ({}), or the optimizer is rebuilt and loses it", scheduler_step_knob(ctx));
-                if let Some(m) = lr_max {
-                    msg.push_str(&format!("; it sits at {}× lr_max {}", fmt(hi / m), fmt(m)));
-                }
+                let msg = format!("the config names the {name} LR schedule, which moves the LR every step or epoch, but the LR never moves over {flat_over} of {length}: {}", never_stepped(ctx, lr_max, hi));
                 return vec![base(Status::Fail, "constant_nonzero")
                     .measured(measured)
                     .expected(format!(
@@ -303,10 +300,11 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
             100.0 * want
         );
         if want > flat {
-            let mut msg = format!("declared {} but the LR never moves: the scheduler is never stepped ({}), or the optimizer is rebuilt each step and loses the schedule", d.kind, scheduler_step_knob(ctx));
-            if let Some(m) = lr_max {
-                msg.push_str(&format!("; it sits at {}× lr_max {}", fmt(hi / m), fmt(m)));
-            }
+            let msg = format!(
+                "declared {} but the LR never moves: {}",
+                d.kind,
+                never_stepped(ctx, lr_max, hi)
+            );
             return vec![base(Status::Fail, "constant_nonzero")
                 .measured(measured)
                 .expected(expected)
@@ -461,6 +459,19 @@ pub(super) const LR_WARMUP_PEAK: ProbeSpec = ProbeSpec {
     outcomes: &["pass", "low", "high", "skip"],
     run: lr_warmup_peak,
 };
+
+/// Why a declared schedule's LR sits flat at `hi`, with the run's framework's knob, and where it
+/// sits against `lr_max` when that is known.
+fn never_stepped(ctx: &ProbeCtx, lr_max: Option<f64>, hi: f64) -> String {
+    let mut msg = format!(
+        "the scheduler is never stepped ({}), or the optimizer is rebuilt each step and loses the schedule",
+        scheduler_step_knob(ctx)
+    );
+    if let Some(m) = lr_max {
+        msg.push_str(&format!("; it sits at {}× lr_max {}", fmt(hi / m), fmt(m)));
+    }
+    msg
+}
 
 /// The least share of a run's planned length over which a flat LR contradicts a named smooth
 /// schedule: a cosine moves at least 20% over any 30% of its run (least at its start, where

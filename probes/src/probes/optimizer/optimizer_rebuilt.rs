@@ -63,7 +63,7 @@ pub fn optimizer_rebuilt(ctx: &ProbeCtx) -> Vec<Verdict> {
         Ok(x) => x,
         Err(v) => return v,
     };
-    let Some(opt_step) = max_state_step(&opt) else {
+    let Some(opt_step) = opt.max_step() else {
         return vec![Verdict::skip(
             E,
             "the optimizer state has no `step` (not Adam-like, or no state yet)",

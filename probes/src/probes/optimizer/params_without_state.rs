@@ -32,7 +32,8 @@ pub fn params_without_state(ctx: &ProbeCtx) -> Vec<Verdict> {
     }
     let total: usize = opt.groups.iter().map(|g| g.params.len()).sum();
     let missing = opt.params_without_state();
-    let step = max_state_step(&opt)
+    let step = opt
+        .max_step()
         .unwrap_or(0.0)
         .max(c.map(|c| c.step as f64).unwrap_or(0.0));
     let adam_like = opt.groups.iter().any(|g| g.betas.is_some());
