@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 
 mod common;
+#[path = "support/optim_writer.rs"]
+mod optim_writer;
 
 use mltriage_probes::device::Compute;
 use mltriage_probes::facts::facts_from_artifacts;
@@ -25,8 +27,10 @@ fn fx(rel: &str) -> PathBuf {
     .join(rel)
 }
 
+/// A probe by id: these, or a metric probe that reads the optimizer state (`dead_units`).
 fn spec(id: &str) -> &'static ProbeSpec {
     specs()
+        .chain(mltriage_probes::probes::metric::SPECS)
         .find(|s| s.id == id)
         .unwrap_or_else(|| panic!("no probe {id}"))
 }
@@ -1711,4 +1715,103 @@ fn a_target_network_beside_its_online_twin_is_not_left_out_of_the_optimizer() {
         "{}",
         v.message
     );
+}
+
+/// A run whose newest `optimizer.pt` holds an MLP's Adam moments: weight matrices 8→256→256→1
+/// and their biases, each param with its own (m, v) fill, beside a logged loss.
+fn mlp_moments(dir: &Path, moments: &[(f32, f32)], losses: &[f64]) {
+    let ck = dir.join("checkpoint-500");
+    std::fs::create_dir_all(&ck).unwrap();
+    let shapes = vec![
+        vec![256, 8],
+        vec![256],
+        vec![256, 256],
+        vec![256],
+        vec![1, 256],
+        vec![1],
+    ];
+    optim_writer::write_adam_pt_each(&ck.join("optimizer.pt"), &shapes, 500.0, moments);
+    std::fs::write(ck.join("trainer_state.json"), r#"{"global_step": 500}"#).unwrap();
+    let log: String = losses
+        .iter()
+        .enumerate()
+        .map(|(i, l)| format!("{{\"step\": {}, \"loss\": {l}}}\n", 10 * (i + 1)))
+        .collect();
+    std::fs::write(dir.join("metrics.jsonl"), log).unwrap();
+}
+
+/// Dead units read from Adam's moments, with known answers. When every weight matrix's m has
+/// decayed to ~0 while v remembers a gradient, only biases learn: the units died (O25 fails, and
+/// the stop is dated by how far m fell against v), and O17 does not call it a frozen subset.
+/// A head matrix still learning is a frozen backbone (O17 warns, O25 cannot tell); a loss at
+/// its floor stops every gradient's mean (neither judges).
+#[test]
+fn dead_units_are_read_from_adams_moments_when_every_weight_matrix_stopped() {
+    let stopped = (1e-12f32, 1e-4f32); // m/√v = 1e-10: at least ln(1e-10)/ln(0.9/√0.999) ≈ 219 steps
+    let live = (1e-3f32, 1e-4f32); // m/√v = 0.1
+                                   // A regressor sliding to the constant prediction: 17 → 9, not at a floor.
+    let falling: Vec<f64> = (0..50).map(|i| 17.0 - 8.0 * i as f64 / 49.0).collect();
+
+    let d = tempfile::tempdir().unwrap();
+    mlp_moments(
+        d.path(),
+        &[stopped, stopped, stopped, stopped, stopped, live],
+        &falling,
+    );
+    let v = one("dead_units", d.path(), &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("O25", Status::Fail, "dying"),
+        "{v:#?}"
+    );
+    assert!(
+        v.measured.contains("every one of the 3 weight matrices"),
+        "{}",
+        v.measured
+    );
+    assert!(
+        v.measured.contains("5 of 6 params stopped"),
+        "{}",
+        v.measured
+    );
+    assert!(
+        v.measured.contains("at least 219 optimizer steps ago"),
+        "{}",
+        v.measured
+    );
+    let v = one("frozen_drift", d.path(), &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.status),
+        ("O17", Status::Skip),
+        "{v:#?}"
+    );
+    assert!(v.message.contains("every weight matrix"), "{}", v.message);
+
+    // The head's matrix still learns: a backbone frozen beside it.
+    let d = tempfile::tempdir().unwrap();
+    mlp_moments(
+        d.path(),
+        &[stopped, stopped, stopped, stopped, live, live],
+        &falling,
+    );
+    let v = one("dead_units", d.path(), &[]);
+    assert_eq!(v.status, Status::Skip, "{v:#?}");
+    let v = one("frozen_drift", d.path(), &[]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "moved"),
+        "{v:#?}"
+    );
+
+    // A loss at its floor (its last quarter under 5% of its first): converged, not dead.
+    let d = tempfile::tempdir().unwrap();
+    let floor: Vec<f64> = (0..50)
+        .map(|i| 17.0 * (-(i as f64) / 5.0).exp() + 0.01)
+        .collect();
+    mlp_moments(
+        d.path(),
+        &[stopped, stopped, stopped, stopped, stopped, live],
+        &floor,
+    );
+    assert_eq!(one("dead_units", d.path(), &[]).status, Status::Skip);
 }

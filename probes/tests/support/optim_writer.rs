@@ -159,6 +159,12 @@ pub fn write_pkl_pt(path: &Path, pkl: &[u8]) {
 /// Writes an AdamW `optimizer.pt` for params of `shapes`: `data.pkl`, then each moment's
 /// storage filled with `m` (exp_avg) or `v` (exp_avg_sq), streamed in 1 MiB writes.
 pub fn write_adam_pt(path: &Path, shapes: &[Vec<usize>], step: f64, m: f32, v: f32) {
+    write_adam_pt_each(path, shapes, step, &vec![(m, v); shapes.len()]);
+}
+
+/// As [`write_adam_pt`], with each param's own `(m, v)` fill.
+pub fn write_adam_pt_each(path: &Path, shapes: &[Vec<usize>], step: f64, moments: &[(f32, f32)]) {
+    assert_eq!(shapes.len(), moments.len());
     let pkl = adam_pickle(shapes, step);
     let n = pkl.len() as u64;
     let mut entries: Vec<(String, u64, Body<'_>)> = vec![
@@ -173,7 +179,7 @@ pub fn write_adam_pt(path: &Path, shapes: &[Vec<usize>], step: f64, m: f32, v: f
             Box::new(|w| w.write_all(b"3\n").unwrap()),
         ),
     ];
-    for (p, shape) in shapes.iter().enumerate() {
+    for (p, (shape, &(m, v))) in shapes.iter().zip(moments).enumerate() {
         let bytes = shape.iter().product::<usize>() * 4;
         for (k, x) in [(2 * p, m), (2 * p + 1, v)] {
             let body: Body<'_> = Box::new(move |w| {

@@ -187,9 +187,30 @@ fn frozen_by_optimizer(
         )
         .evidence(ev)];
     }
+    // A frozen subset leaves something to train: a head, an adapter, some weight matrix. When
+    // the gradient stopped in every weight matrix after it had flowed, only biases still learn:
+    // the units those matrices feed died (O25), which `dead_units` reads from these moments.
+    if let Some(dead) = matrices_stopped(ctx, opt, &rows, stopped, &names) {
+        return vec![Verdict::skip(
+            E,
+            format!(
+                "{} of {} params have a vanished first moment, among them every weight matrix ({}): not a frozen subset, which leaves a head or adapter to train, but units that died (O25)",
+                flagged.len(),
+                rows.len(),
+                dead.matrices
+            ),
+        )
+        .evidence(ev)];
+    }
     let list: Vec<String> = flagged
         .iter()
-        .map(|(id, m, g)| format!("{} (m/√v {:.1e})", describe_param(*id, &names, opt), m / g))
+        .map(|r| {
+            format!(
+                "{} (m/√v {:.1e})",
+                describe_param(r.id, &names, opt),
+                r.m / r.g
+            )
+        })
         .collect();
     vec![Verdict::new(E, Status::Warn, "moved")
         .measured(format!("{} of {} params have Adam's first moment ~0 while the second moment is not", flagged.len(), rows.len()))
@@ -202,10 +223,18 @@ fn frozen_by_optimizer(
         .value("flagged", flagged.len() as f64)]
 }
 
-/// Per parameter with Adam moments: (id, RMS(m), √RMS(v)). RMS(m)/√RMS(v) is about
-/// |E[g]|/RMS(g), far below 1 only when the gradient stopped long ago while v (β₂ ≈ 0.999)
-/// still remembers it.
-fn moment_rows(opt: &OptimizerState) -> Vec<(u64, f64, f64)> {
+/// One parameter's Adam moments: RMS(m) and √RMS(v), and whether it is a weight matrix (rank 2
+/// or more, as the decay split counts them) rather than a bias or a norm's scale.
+struct Moments {
+    id: u64,
+    m: f64,
+    g: f64,
+    matrix: bool,
+}
+
+/// Per parameter with Adam moments. RMS(m)/√RMS(v) is about |E[g]|/RMS(g), far below 1 only
+/// when the gradient stopped long ago while v (β₂ ≈ 0.999) still remembers it.
+fn moment_rows(opt: &OptimizerState) -> Vec<Moments> {
     let mut rows = Vec::new();
     for s in opt.state.values() {
         let (Some(m), Some(vv)) = (&s.exp_avg, &s.exp_avg_sq) else {
@@ -215,16 +244,22 @@ fn moment_rows(opt: &OptimizerState) -> Vec<(u64, f64, f64)> {
         let (Ok(mn), Ok(vn)) = (opt.l2_norm(m), opt.l2_norm(vv)) else {
             continue;
         };
-        rows.push((s.id, mn / n.sqrt(), (vn / n.sqrt()).sqrt()));
+        let matrix = m.shape.len() >= 2;
+        rows.push(Moments {
+            id: s.id,
+            m: mn / n.sqrt(),
+            g: (vn / n.sqrt()).sqrt(),
+            matrix,
+        });
     }
     rows
 }
 
 /// The rows whose gradient stopped: m/√v under `ratio` while v is not ~0.
-fn stopped_rows(rows: &[(u64, f64, f64)], ratio: f64) -> Vec<&(u64, f64, f64)> {
-    let med_g = median(&rows.iter().map(|r| r.2).collect::<Vec<_>>()).unwrap_or(0.0);
+fn stopped_rows(rows: &[Moments], ratio: f64) -> Vec<&Moments> {
+    let med_g = median(&rows.iter().map(|r| r.g).collect::<Vec<_>>()).unwrap_or(0.0);
     rows.iter()
-        .filter(|(_, m, g)| *g > ratio * med_g && *g > 0.0 && m / g < ratio)
+        .filter(|r| r.g > ratio * med_g && r.g > 0.0 && r.m / r.g < ratio)
         .collect()
 }
 
@@ -246,4 +281,77 @@ pub(crate) fn gradient_stopped_everywhere(ctx: &ProbeCtx, ratio: f64) -> Option<
     let rows = moment_rows(&opt);
     let k = stopped_rows(&rows, ratio).len();
     everywhere(k, rows.len()).then(|| dead_network_reason(k, rows.len()))
+}
+
+/// The gradient stopped in every weight matrix after it had flowed (Adam's v still remembers
+/// it): what is left learning is biases and norms. No one freezes a network down to its biases
+/// half-way through, so the units those matrices feed have died: ReLUs pushed negative for
+/// every input by too high an LR or a large negative bias, or saturated tanh/sigmoid tails.
+pub(crate) struct DeadMatrices {
+    /// Weight matrices with Adam state (all of them stopped).
+    pub matrices: usize,
+    /// Params with Adam state, and how many of them stopped.
+    pub params: usize,
+    pub stopped: usize,
+    /// The fewest optimizer steps since the most recent matrix stopped, dated by how far m
+    /// decayed against v (m shrinks by β₁ a step, √v by √β₂), when the betas allow it.
+    pub steps_ago: Option<u64>,
+    /// Names of some stopped matrices.
+    pub names: Vec<String>,
+}
+
+fn matrices_stopped(
+    ctx: &ProbeCtx,
+    opt: &OptimizerState,
+    rows: &[Moments],
+    ratio: f64,
+    names: &std::collections::HashMap<u64, String>,
+) -> Option<DeadMatrices> {
+    let stopped = stopped_rows(rows, ratio);
+    let matrices = rows.iter().filter(|r| r.matrix).count();
+    let stopped_matrices: Vec<&&Moments> = stopped.iter().filter(|r| r.matrix).collect();
+    // Two matrices at least (one linear layer is a probe's toy, not a network), all stopped;
+    // a loss at its floor stops every gradient's mean too.
+    if matrices < 2
+        || stopped_matrices.len() < matrices
+        || crate::probes::metric::grad_norm::loss_converged(ctx)
+    {
+        return None;
+    }
+    let newest = stopped_matrices
+        .iter()
+        .map(|r| r.m / r.g)
+        .fold(0.0f64, f64::max);
+    let (b1, b2) = opt
+        .group_of(stopped_matrices[0].id)
+        .and_then(|g| g.betas)
+        .unwrap_or((0.9, 0.999));
+    let per_step = (b1 / b2.sqrt()).ln();
+    let steps_ago =
+        (newest > 0.0 && per_step < 0.0).then(|| (newest.ln() / per_step).floor() as u64);
+    Some(DeadMatrices {
+        matrices,
+        params: rows.len(),
+        stopped: stopped.len(),
+        steps_ago,
+        names: stopped_matrices
+            .iter()
+            .map(|r| describe_param(r.id, names, opt))
+            .collect(),
+    })
+}
+
+/// The newest optimizer state's verdict on whether every weight matrix stopped receiving
+/// gradient after it had flowed (see [`DeadMatrices`]), with the state's evidence.
+pub(crate) fn dead_matrices(
+    ctx: &ProbeCtx,
+    entry: &str,
+    ratio: f64,
+) -> Option<(DeadMatrices, crate::probe::Evidence)> {
+    let (opt, c) = newest_optimizer(ctx.run, entry).ok()?;
+    let rows = moment_rows(&opt);
+    let model = model_for(ctx.run, c);
+    let names = param_names(&opt, model.as_ref());
+    let dead = matrices_stopped(ctx, &opt, &rows, ratio, &names)?;
+    Some((dead, opt_ev(&opt, c)))
 }

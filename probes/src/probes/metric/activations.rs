@@ -78,8 +78,8 @@ pub fn activation_growth(ctx: &ProbeCtx) -> Vec<Verdict> {
 pub(super) const DEAD_UNITS: ProbeSpec = ProbeSpec {
     id: "dead_units",
     entries: &["O25"],
-    inputs: &["metrics:dead_frac"],
-    params: &["dead_frac", "rise", "edge_frac"],
+    inputs: &["metrics:dead_frac", "optimizer"],
+    params: &["dead_frac", "rise", "edge_frac", "grad_stopped_ratio"],
     outcomes: &["pass", "dying", "skip"],
     run: dead_units,
 };
@@ -97,10 +97,7 @@ pub fn dead_units(ctx: &ProbeCtx) -> Vec<Verdict> {
         })
         .collect();
     if series.is_empty() {
-        return vec![Verdict::skip(
-            "O25",
-            "no dead-unit / zero-activation fraction logged",
-        )];
+        return dead_by_moments(ctx);
     }
     let mut worst: Option<(f64, f64, &Series)> = None;
     for s in series {
@@ -130,4 +127,35 @@ pub fn dead_units(ctx: &ProbeCtx) -> Vec<Verdict> {
             "units are dying: lower the LR, switch ReLU → LeakyReLU/GELU, fix large negative biases"
         })
         .evidence(whole_series_evidence(s))]
+}
+
+/// With no dead fraction logged, Adam's moments can still show the extreme: every weight
+/// matrix's gradient stopped after it had flowed, so the units they feed died (see
+/// `frozen_drift::DeadMatrices`). Less than that (some units of a layer dead) they cannot see.
+fn dead_by_moments(ctx: &ProbeCtx) -> Vec<Verdict> {
+    let ratio = p!(ctx, "grad_stopped_ratio");
+    let Some((d, ev)) = crate::probes::checkpoint::frozen_drift::dead_matrices(ctx, "O25", ratio)
+    else {
+        return vec![Verdict::skip(
+            "O25",
+            "no dead-unit / zero-activation fraction logged, and no optimizer state in which every weight matrix's gradient stopped",
+        )];
+    };
+    let when = match d.steps_ago {
+        Some(k) => format!(", the most recent at least {k} optimizer steps ago"),
+        None => String::new(),
+    };
+    vec![Verdict::new("O25", Status::Fail, "dying")
+        .measured(format!(
+            "every one of the {} weight matrices has Adam's first moment ~0 while its second moment remembers a gradient ({} of {} params stopped{when}): {}",
+            d.matrices,
+            d.stopped,
+            d.params,
+            crate::probes::checkpoint::model::list_some(&d.names, 4)
+        ))
+        .expected(format!(
+            "RMS(m)/√RMS(v) ≥ {ratio} in the weight matrices that train"
+        ))
+        .message("the gradient stopped reaching every weight matrix after it had flowed, and only biases still learn: the units those matrices feed died (ReLUs pushed negative for every input, or saturated tanh/sigmoid), so the net tends to a constant prediction — lower the LR, use LeakyReLU/GELU, check for large negative biases, and clip gradients")
+        .evidence(ev)]
 }
