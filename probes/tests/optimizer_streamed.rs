@@ -162,3 +162,33 @@ fn second_moments_zero_at_the_full_count_beside_a_flat_loss_are_no_gradient() {
     assert_eq!(v.status, Status::Pass, "{v:#?}");
     assert!(v.message.contains("never got a gradient"), "{}", v.message);
 }
+
+/// Discovery reads a folder's optimizer state only to learn a step its name may not give: an HF
+/// `checkpoint-N` beside its `trainer_state.json` is named by its global step, so listing the
+/// run opens no `optimizer.pt` (a cold read of a multi-GB state is most of an `inspect`).
+/// Without the trainer state, the state's step count is read (accelerate's `checkpoint_0`).
+#[test]
+fn discovery_opens_no_optimizer_state_where_the_trainer_state_gives_the_step() {
+    let d = tempfile::tempdir().unwrap();
+    let ck = d.path().join("checkpoint-100");
+    std::fs::create_dir_all(&ck).unwrap();
+    let opt = ck.join("optimizer.pt");
+    optim_writer::write_adam_pt(&opt, &[vec![64, 64]], 100.0, 1e-3, 1e-6);
+    std::fs::write(ck.join("trainer_state.json"), r#"{"global_step": 100}"#).unwrap();
+    let run = Run::discover(d.path()).unwrap();
+    assert_eq!(run.checkpoints[0].step, 100);
+    assert_eq!(
+        parse_count(MEMO_KEY, &opt),
+        0,
+        "discovery parsed optimizer.pt"
+    );
+
+    let d = tempfile::tempdir().unwrap();
+    let ck = d.path().join("checkpoints/checkpoint_0");
+    std::fs::create_dir_all(&ck).unwrap();
+    let opt = ck.join("optimizer.pt");
+    optim_writer::write_adam_pt(&opt, &[vec![64, 64]], 50.0, 1e-3, 1e-6);
+    let run = Run::discover(d.path()).unwrap();
+    assert_eq!(run.checkpoints[0].step, 50, "{:#?}", run.checkpoints);
+    assert_eq!(parse_count(MEMO_KEY, &opt), 1);
+}

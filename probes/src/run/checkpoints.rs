@@ -352,9 +352,11 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
 /// number in its name: the name counts saves or epochs (accelerate's automatic naming writes
 /// `checkpoints/checkpoint_0`, `checkpoint_1`, … at steps 50 and 100), the state counts optimizer
 /// steps, so the state gives the step. A name at or above the state's count is kept: it is the
-/// step, and a scheduler stepped once per epoch counts less.
+/// step, and a scheduler stepped once per epoch counts less. A folder beside its
+/// `trainer_state.json` (HF Trainer's `checkpoint-N`) is named by its global step: its states are
+/// not opened (on a multi-GB `optimizer.pt`, that read is most of a cold `inspect`).
 fn steps_by_own_state(c: &mut CheckpointDir) {
-    if c.unit != IndexUnit::Step || c.weights.contains(&c.path) {
+    if c.unit != IndexUnit::Step || c.weights.contains(&c.path) || c.trainer_state.is_some() {
         return;
     }
     let sched = c.scheduler.as_deref().and_then(|p| {
