@@ -376,6 +376,52 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
             _ => vec![base(Status::Pass, "pass").measured(measured).expected(format!("schedule: {decl_text}")).message("step-decay LR (drops between plateaus)").value("jumps", jumps.len() as f64)],
         };
     }
+    // A smooth schedule turns at most once (a warmup, then the decay); one that swings between
+    // its bounds again and again, without jumps, is a cosine stepped past its period: PyTorch's
+    // CosineAnnealingLR bounces back up after T_max steps (T_max counted in epochs while the
+    // scheduler is stepped every batch). A cyclic schedule does it on purpose.
+    let legs = swings(&pts, SWING_SHARE);
+    if bounces(&pts, &legs) {
+        let legs = legs.len();
+        let named = ctx
+            .facts
+            .get("sched")
+            .map(|x| x.trim().to_ascii_lowercase());
+        let cyclic = named.as_deref().is_some_and(|n| {
+            ["cycl", "clr", "triang"].iter().any(|w| n.contains(w)) && !n.contains("one")
+        });
+        if !cyclic {
+            let smooth_named = named.as_deref().filter(|n| {
+                ["cos", "linear", "poly", "exp", "tanh", "sqrt", "one"]
+                    .iter()
+                    .any(|w| n.contains(w))
+            });
+            let st = if smooth_named.is_some() || declared.is_some() {
+                Status::Fail
+            } else {
+                Status::Warn
+            };
+            let what = smooth_named
+                .map(|n| format!("the config's {n} schedule"))
+                .or_else(|| {
+                    declared
+                        .clone()
+                        .map(|d| format!("the declared {d} schedule"))
+                })
+                .unwrap_or_else(|| "a warmup and one decay".into());
+            return vec![base(st, "mismatch")
+                .measured(format!(
+                    "LR swings {legs} times between {} and {} over steps {a}..{b}, smoothly (no jumps)",
+                    fmt(lo),
+                    fmt(hi)
+                ))
+                .expected(format!("{what}: at most one turn"))
+                .message(
+                    "the LR rises and falls again and again: a cosine stepped past its period bounces back to its peak (CosineAnnealingLR's T_max counted in epochs while scheduler.step() runs every batch, or a T_max shorter than the run) — set T_max to the number of scheduler.step() calls over the run (epochs × steps per epoch when stepped per batch), or step it once per epoch; a cyclic schedule meant this way: pass --fact sched=cyclic"
+                )
+                .value("swings", legs as f64)];
+        }
+    }
     // Fit against the declared curve when enough is known; an unknown run length is a free
     // parameter (a partial or crashed run must not be fitted as if it ended at its last step).
     if let (Some(d), Some(m)) = (decl.as_ref(), lr_max) {
@@ -471,6 +517,108 @@ fn never_stepped(ctx: &ProbeCtx, lr_max: Option<f64>, hi: f64) -> String {
         msg.push_str(&format!("; it sits at {}× lr_max {}", fmt(hi / m), fmt(m)));
     }
     msg
+}
+
+/// A swing of the LR counts when it covers at least this share of the series' range.
+const SWING_SHARE: f64 = 0.5;
+/// Swings (rises and falls, each over [`SWING_SHARE`] of the range) from which the LR
+/// oscillates: a warmup and a decay are two, a one-cycle two, a cosine run past its period once
+/// more a third; four is two whole cycles.
+const SWINGS_MIN: usize = 4;
+
+/// The series' swings over at least `share` of its range, as (first, last) point indices, read
+/// as a zigzag: a turn counts only once the series has moved back that far from its last
+/// extreme, so jitter on a long decay (float rounding, an adaptive optimizer's wobble) makes no
+/// swing.
+fn swings(pts: &[&Point], share: f64) -> Vec<(usize, usize)> {
+    let lo = pts.iter().map(|p| p.value).fold(f64::INFINITY, f64::min);
+    let hi = pts
+        .iter()
+        .map(|p| p.value)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let need = share * (hi - lo);
+    let mut legs: Vec<(usize, usize)> = Vec::new();
+    if pts.len() < 3 || need.is_nan() || need <= 0.0 {
+        return legs;
+    }
+    // dir: +1 rising, -1 falling, 0 not yet moved `need` from the lowest or highest value so
+    // far; `ext` the index of the current leg's extreme.
+    let (mut dir, mut ext) = (0i8, 0usize);
+    let (mut min, mut max) = (0usize, 0usize);
+    for (k, p) in pts.iter().enumerate().skip(1) {
+        let v = p.value;
+        let e = pts[ext].value;
+        match dir {
+            0 => {
+                if v < pts[min].value {
+                    min = k;
+                }
+                if v > pts[max].value {
+                    max = k;
+                }
+                if v - pts[min].value >= need {
+                    (dir, ext) = (1, k);
+                    legs.push((min, k));
+                } else if pts[max].value - v >= need {
+                    (dir, ext) = (-1, k);
+                    legs.push((max, k));
+                }
+            }
+            1 if v > e => ext = k,
+            -1 if v < e => ext = k,
+            _ if (e - v).abs() >= need => {
+                legs.last_mut().expect("a leg is open").1 = ext;
+                legs.push((ext, k));
+                (dir, ext) = (-dir, k);
+            }
+            _ => {}
+        }
+        if dir != 0 {
+            legs.last_mut().expect("a leg is open").1 = ext;
+        }
+    }
+    legs
+}
+
+/// Share of a swing's change made over the middle half of its steps: about 0.71 for a half
+/// cosine (flat near its ends), 0.5 for a linear ramp (a triangular cyclic schedule). Only for
+/// a swing of at least 6 points.
+fn middle_share(pts: &[&Point], (i, j): (usize, usize)) -> Option<f64> {
+    if j < i + 5 {
+        return None;
+    }
+    let (s0, s1) = (pts[i].step as f64, pts[j].step as f64);
+    let at = |f: f64| {
+        let t = s0 + f * (s1 - s0);
+        pts[i..=j]
+            .iter()
+            .min_by(|a, b| {
+                (a.step as f64 - t)
+                    .abs()
+                    .total_cmp(&(b.step as f64 - t).abs())
+            })
+            .map(|p| p.value)
+    };
+    let whole = (pts[j].value - pts[i].value).abs();
+    let mid = (at(0.75)? - at(0.25)?).abs();
+    (whole > 0.0).then(|| mid / whole)
+}
+
+/// Whether the swings read as a cosine stepped past its period: at least [`SWINGS_MIN`], every
+/// rise after the first swing taking more than one logged interval (a restart schedule, SGDR or
+/// HF's cosine_with_restarts, jumps back up at once), and no swing shaped as a linear ramp (a
+/// triangular cyclic schedule) where one is long enough to tell.
+fn bounces(pts: &[&Point], legs: &[(usize, usize)]) -> bool {
+    if legs.len() < SWINGS_MIN {
+        return false;
+    }
+    let rises_at_once = legs
+        .iter()
+        .skip(1)
+        .any(|&(i, j)| pts[j].value > pts[i].value && j <= i + 1);
+    let shares: Vec<f64> = legs.iter().filter_map(|&l| middle_share(pts, l)).collect();
+    let linear = median(&shares).is_some_and(|m| m < 0.6);
+    !rises_at_once && !linear
 }
 
 /// The least share of a run's planned length over which a flat LR contradicts a named smooth

@@ -619,3 +619,70 @@ fn episode_returns_are_smoothed_over_episodes_not_steps() {
     let v = ask(ppo_health, &r, &[], pp);
     assert_eq!((v.entry.as_str(), v.status), ("R1", Status::Warn), "{v:?}");
 }
+
+/// A cosine stepped past its period bounces between its bounds (PyTorch's closed form), which a
+/// schedule that turns once (warmup, decay) never does; restarts (SGDR) jump back up at once and
+/// a triangular cyclic schedule ramps linearly: neither is judged a bounce.
+#[test]
+fn lr_schedule_tells_a_bouncing_cosine_from_restarts_and_cycles() {
+    let (lo, hi) = (1e-4, 0.1);
+    let cos = |t: f64, period: f64| {
+        lo + (hi - lo) * 0.5 * (1.0 + (std::f64::consts::PI * t / period).cos())
+    };
+    // T_max = 15 counted per batch over 375 batches: 25 half-periods.
+    let bounce: Vec<(u64, f64)> = (0..375).map(|t| (t, cos(t as f64, 15.0))).collect();
+    let r = run_with(&[("learning_rate", bounce.clone())]);
+    let v = ask(lr_schedule, &r, &[], lr_params());
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "mismatch"),
+        "{v:?}"
+    );
+    assert_eq!(v.values["swings"], 25.0, "{v:?}");
+    // The config names a cosine: a fail; named cyclic: meant.
+    let v = ask(lr_schedule, &r, &["sched=cosine"], lr_params());
+    assert_eq!(v.status, Status::Fail, "{v:?}");
+    assert_eq!(
+        ask(lr_schedule, &r, &["sched=cyclic"], lr_params()).status,
+        Status::Pass
+    );
+    // Logged once per 25 batches (an epoch), aliased: still swings, rising over several points.
+    let per_epoch: Vec<(u64, f64)> = bounce
+        .iter()
+        .copied()
+        .filter(|(t, _)| t % 25 == 0)
+        .collect();
+    let r = run_with(&[("learning_rate", per_epoch)]);
+    assert_eq!(ask(lr_schedule, &r, &[], lr_params()).status, Status::Warn);
+    // SGDR: each 30-step cosine decay restarts at the peak in one step.
+    let sgdr: Vec<(u64, f64)> = (0..300).map(|t| (t, cos((t % 30) as f64, 30.0))).collect();
+    let r = run_with(&[("learning_rate", sgdr)]);
+    assert_eq!(ask(lr_schedule, &r, &[], lr_params()).status, Status::Pass);
+    // Logged every 10 steps, a restart rises within one interval: still restarts.
+    let sparse: Vec<(u64, f64)> = (0..300)
+        .step_by(10)
+        .map(|t| (t, cos((t % 70) as f64, 70.0)))
+        .collect();
+    let r = run_with(&[("learning_rate", sparse)]);
+    assert_eq!(ask(lr_schedule, &r, &[], lr_params()).status, Status::Pass);
+    // Triangular CyclicLR: linear ramps of 20 steps.
+    let tri: Vec<(u64, f64)> = (0..400)
+        .map(|t| {
+            let x = (t % 40) as f64 / 20.0;
+            (t, lo + (hi - lo) * if x <= 1.0 { x } else { 2.0 - x })
+        })
+        .collect();
+    let r = run_with(&[("learning_rate", tri)]);
+    assert_eq!(ask(lr_schedule, &r, &[], lr_params()).status, Status::Pass);
+    // Warmup then one cosine decay, with float jitter on the decay: one turn.
+    let wc: Vec<(u64, f64)> = (1..=300)
+        .map(|t| {
+            (
+                t,
+                warmup_cosine(t, 30.0, 300.0, 1e-3) * (1.0 + 1e-3 * ((t % 3) as f64 - 1.0)),
+            )
+        })
+        .collect();
+    let r = run_with(&[("learning_rate", wc)]);
+    assert_eq!(ask(lr_schedule, &r, &[], lr_params()).status, Status::Pass);
+}
