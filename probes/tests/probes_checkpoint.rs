@@ -1815,3 +1815,86 @@ fn dead_units_are_read_from_adams_moments_when_every_weight_matrix_stopped() {
     );
     assert_eq!(one("dead_units", d.path(), &[]).status, Status::Skip);
 }
+
+/// PEFT wraps a classifier (`auto_mapping.base_model_class`) with no task_type and no
+/// modules_to_save, and saves no head: the head was created fresh from a base without one (a
+/// fail), or, with the base not on disk, perhaps (a warn). A base that already carried the head,
+/// a head in modules_to_save, or a saved head tensor is fine.
+#[test]
+fn a_classifier_wrapped_by_lora_without_task_type_has_an_untrained_head() {
+    let write = |dir: &Path, task: &str, save: &str, base_arch: Option<&str>, head: bool| {
+        let cfg = format!(
+            r#"{{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "target_modules": ["query"], "task_type": {task}, "modules_to_save": {save}, "base_model_name_or_path": "/nowhere/base_model", "auto_mapping": {{"base_model_class": "BertForSequenceClassification", "parent_library": "transformers.models.bert.modeling_bert"}}}}"#
+        );
+        let ck = dir.join("checkpoint-200");
+        std::fs::create_dir_all(&ck).unwrap();
+        std::fs::write(ck.join("adapter_config.json"), cfg).unwrap();
+        let mut ts = vec![
+            t(
+                "base_model.model.bert.encoder.layer.0.attention.self.query.lora_A.weight",
+                &[4, 16],
+                randn(64, 0.1, 1),
+            ),
+            t(
+                "base_model.model.bert.encoder.layer.0.attention.self.query.lora_B.weight",
+                &[16, 4],
+                randn(64, 0.01, 2),
+            ),
+        ];
+        if head {
+            ts.push(t(
+                "base_model.model.classifier.modules_to_save.default.weight",
+                &[3, 16],
+                randn(48, 0.02, 3),
+            ));
+        }
+        write_st(&ck.join("adapter_model.safetensors"), &ts);
+        if let Some(a) = base_arch {
+            std::fs::create_dir_all(dir.join("base_model")).unwrap();
+            std::fs::write(
+                dir.join("base_model/config.json"),
+                format!(r#"{{"model_type": "bert", "architectures": ["{a}"]}}"#),
+            )
+            .unwrap();
+        }
+    };
+    let judge = |task: &str, save: &str, base: Option<&str>, head: bool| {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), task, save, base, head);
+        one("lora_wiring", d.path(), &[])
+    };
+    // An MLM base (found in the run by its folder's name): the head is new.
+    let v = judge("null", "null", Some("BertForMaskedLM"), false);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("O21", Status::Fail, "head_untrained"),
+        "{v:#?}"
+    );
+    assert!(v.message.contains("task_type=\"SEQ_CLS\""), "{}", v.message);
+    // The base not on disk: it may have carried a trained head.
+    let v = judge("null", "null", None, false);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Warn, "head_untrained"),
+        "{v:#?}"
+    );
+    // A trained classifier as the base, the head listed, or saved: pass.
+    for (task, save, base, head) in [
+        ("null", "null", Some("BertForSequenceClassification"), false),
+        ("null", r#"["classifier"]"#, Some("BertForMaskedLM"), false),
+        ("null", "null", Some("BertForMaskedLM"), true),
+        (
+            r#""SEQ_CLS""#,
+            r#"["classifier"]"#,
+            Some("BertForMaskedLM"),
+            true,
+        ),
+    ] {
+        let v = judge(task, save, base, head);
+        assert_eq!(
+            v.status,
+            Status::Pass,
+            "{task} {save} {base:?} {head}: {v:#?}"
+        );
+    }
+}

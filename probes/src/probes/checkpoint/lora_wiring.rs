@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::config::AdapterConfig;
+use crate::config::{classifier_head, AdapterConfig, ModelConfig};
 use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
 use crate::run::ArtifactKind;
 
@@ -13,7 +13,7 @@ pub(super) const LORA_WIRING: ProbeSpec = ProbeSpec {
     entries: &["O21"],
     inputs: &["checkpoint", "adapter_config"],
     params: &["zero_abs"],
-    outcomes: &["pass", "no_adapters", "b_zero", "skip"],
+    outcomes: &["pass", "no_adapters", "b_zero", "head_untrained", "skip"],
     run: lora_wiring,
 };
 
@@ -87,6 +87,7 @@ pub fn lora_wiring(ctx: &ProbeCtx) -> Vec<Verdict> {
         }
     }
     let mut warns = Vec::new();
+    let mut head_untrained: Option<String> = None;
     if let Some(c) = &cfg {
         if !c.target_modules_is_regex {
             let missing: Vec<&String> = c
@@ -121,6 +122,9 @@ pub fn lora_wiring(ctx: &ProbeCtx) -> Vec<Verdict> {
                 warns.push("task_type SEQ_CLS but modules_to_save has no classifier/score: the new head stays random and is not saved".to_string());
             }
         }
+        if c.task_type.is_none() && c.modules_to_save.is_empty() && !saves_a_head(&m) {
+            head_untrained = untrained_head(c, cfg_art.as_deref(), &ctx.run.root);
+        }
     }
     let measured = format!(
         "{} lora_A, {} lora_B tensors; {} lora_B all zero ({})",
@@ -150,6 +154,13 @@ pub fn lora_wiring(ctx: &ProbeCtx) -> Vec<Verdict> {
             bs.len(),
             list_some(&zero_b, 3)
         ))
+    } else if let Some(why) = &head_untrained {
+        let st = if why.contains("is new") {
+            Status::Fail
+        } else {
+            Status::Warn
+        };
+        Verdict::new(E, st, "head_untrained").message(why.clone())
     } else if !warns.is_empty() {
         Verdict::new(E, Status::Warn, "pass").message(warns.join("; "))
     } else if !trained {
@@ -162,6 +173,11 @@ pub fn lora_wiring(ctx: &ProbeCtx) -> Vec<Verdict> {
     if !warns.is_empty() && v.status == Status::Fail {
         v.message.push_str(&format!("; also: {}", warns.join("; ")));
     }
+    let expected = if v.outcome == "head_untrained" {
+        "the task head trained and saved with the adapter (task_type, or the head in modules_to_save)".to_string()
+    } else {
+        expected
+    };
     let mut v = v.measured(measured).expected(expected).evidence(m.ev());
     if let Some(z) = zero_b.first() {
         v = v.evidence(m.ev().tensor(z));
@@ -169,4 +185,67 @@ pub fn lora_wiring(ctx: &ProbeCtx) -> Vec<Verdict> {
     vec![v
         .value("lora_b", bs.len() as f64)
         .value("lora_b_zero", zero_b.len() as f64)]
+}
+
+/// Does the adapter hold a task head's tensors (PEFT's `modules_to_save` copies, or a head
+/// saved beside the factors)?
+fn saves_a_head(m: &Model) -> bool {
+    m.names.iter().any(|(n, _)| {
+        n.contains("modules_to_save")
+            || n.split('.')
+                .any(|p| ["classifier", "score", "qa_outputs"].contains(&p))
+    })
+}
+
+/// The class PEFT wrapped (`auto_mapping.base_model_class`) has a task head, but the adapter was
+/// set up with no `task_type` (which adds the head to `modules_to_save`) and saves no head: the
+/// head stays as it was created, frozen, and is rebuilt at every load. Where the base model's
+/// `config.json` is on disk and names no such head, the head is new (random): "is new" in the
+/// reason, a fail; a base that already carried the head (a trained classifier) is fine.
+fn untrained_head(
+    c: &AdapterConfig,
+    cfg_path: Option<&std::path::Path>,
+    root: &std::path::Path,
+) -> Option<String> {
+    let wrapped = c
+        .raw
+        .get("auto_mapping")
+        .and_then(|a| a.get("base_model_class"))
+        .and_then(serde_json::Value::as_str)?;
+    classifier_head(wrapped)?;
+    let base = c
+        .base_model_name_or_path
+        .as_deref()
+        .map(std::path::Path::new);
+    let base_cfg = base.and_then(|b| {
+        // As written, beside the adapter, or (a run copied elsewhere) the folder of that name in
+        // the run.
+        let candidates = [
+            Some(b.to_path_buf()),
+            cfg_path.and_then(|p| p.parent()).map(|d| d.join(b)),
+            b.file_name().map(|n| root.join(n)),
+        ];
+        candidates
+            .into_iter()
+            .flatten()
+            .map(|d| d.join("config.json"))
+            .find(|p| p.is_file())
+    });
+    let archs = base_cfg
+        .as_ref()
+        .and_then(|p| ModelConfig::read(p).ok())
+        .map(|m| m.architectures);
+    let tail = "set task_type=\"SEQ_CLS\" (or the task's type) in LoraConfig, or list the head in modules_to_save=[\"classifier\"] (\"score\" for decoder models), so it trains and is saved with the adapter";
+    match archs {
+        Some(a) if a.iter().any(|x| classifier_head(x).is_some()) => None,
+        Some(a) => Some(format!(
+            "the adapter wraps {wrapped} with task_type unset and no modules_to_save, and saves no head; its base ({}) is a {}, so the {wrapped} head is new: randomly initialised, frozen by PEFT and not saved — the model learns around a random projection (its loss stays near chance however well it ranks) and reloads another random head: {tail}",
+            base_cfg.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            a.first().map(String::as_str).unwrap_or("model without that head")
+        )),
+        None => Some(format!(
+            "the adapter wraps {wrapped} with task_type unset and no modules_to_save, and saves no head: unless the base model ({}) already carried a trained head, the head is random, frozen and not saved — {tail}",
+            c.base_model_name_or_path.as_deref().unwrap_or("unknown")
+        )),
+    }
 }
