@@ -1898,3 +1898,70 @@ fn a_classifier_wrapped_by_lora_without_task_type_has_an_untrained_head() {
         );
     }
 }
+
+/// A fine-tune (its start weights kept in `base_model/`, which makes the run's init pretrained)
+/// training the whole model at one Adam LR of 1e-3: O19 warns when that LR hits the backbone
+/// from the first step, and passes when it warms up from a small LR (the new head settles first).
+#[test]
+fn one_high_adam_lr_for_a_whole_fine_tune_warns_unless_it_warms_up() {
+    let run = |lrs: &[f64]| {
+        let d = tempfile::tempdir().unwrap();
+        let tensors = [
+            t("backbone.conv.weight", &[16, 16], randn(256, 0.05, 1)),
+            t("head.weight", &[4, 16], randn(64, 0.05, 2)),
+        ];
+        write_st(&d.path().join("base_model/model.safetensors"), &tensors);
+        let moved: Vec<_> = tensors
+            .iter()
+            .map(|(n, s, v)| {
+                (
+                    *n,
+                    s.clone(),
+                    v.iter().map(|x| x * 1.01).collect::<Vec<f32>>(),
+                )
+            })
+            .collect();
+        ckpt(d.path(), 100, &moved);
+        let ck = d.path().join("checkpoint-100");
+        optim_writer::write_adam_pt(
+            &ck.join("optimizer.pt"),
+            &[vec![16, 16], vec![4, 16]],
+            100.0,
+            1e-3,
+            1e-6,
+        );
+        let log: Vec<String> = lrs
+            .iter()
+            .enumerate()
+            .map(|(i, lr)| {
+                format!(
+                    r#"{{"step": {}, "loss": {}, "learning_rate": {lr}}}"#,
+                    10 * (i + 1),
+                    1.5 - 0.1 * i as f64
+                )
+            })
+            .collect();
+        std::fs::write(
+            ck.join("trainer_state.json"),
+            format!(
+                r#"{{"global_step": 100, "log_history": [{}]}}"#,
+                log.join(",")
+            ),
+        )
+        .unwrap();
+        one("group_lr", d.path(), &[])
+    };
+    let v = run(&[1e-3; 10]);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("O19", Status::Warn, "shared_high_lr"),
+        "{v:#?}"
+    );
+    let v = run(&[1e-4, 4e-4, 7e-4, 1e-3, 9e-4, 8e-4, 7e-4, 6e-4, 5e-4, 4e-4]);
+    assert_eq!(
+        (v.status, v.outcome.as_str()),
+        (Status::Pass, "pass"),
+        "{v:#?}"
+    );
+    assert!(v.message.contains("warms up"), "{}", v.message);
+}

@@ -181,6 +181,15 @@ pub(super) fn init(run: &Run, facts: &Facts, phase: Phase, logging: &Logging) ->
     if let Some(a) = run.of_kind(ArtifactKind::AdapterConfig).first() {
         return Field::new(Init::Adapter, Sure::High, a.path.display().to_string());
     }
+    // The weights the run started from, kept in its folder (`base_model/`, `pretrained/`): a
+    // fine-tune.
+    if let Some(w) = run.set_aside.iter().find(|s| s.start_weights) {
+        return Field::new(
+            Init::Pretrained,
+            Sure::Medium,
+            format!("{}: the weights the run started from", w.path.display()),
+        );
+    }
     if facts.bool("from_scratch") == Some(false) {
         return Field::new(
             Init::Pretrained,

@@ -243,6 +243,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
                             "part of the pipeline exported with {} (save_pretrained): an export, not a training step",
                             root.join("model_index.json").display()
                         ),
+                        start_weights: false,
                     });
                     continue;
                 }
@@ -313,6 +314,7 @@ pub(super) fn group_checkpoints(run: &Run) -> (Vec<CheckpointDir>, Vec<SetAside>
                             "same content as {} ({step}): a copy of that checkpoint, not a new step",
                             o.display()
                         ),
+                        start_weights: false,
                     });
                 }
                 false
@@ -395,10 +397,16 @@ fn set_aside_start_weights(
         .filter(|c| !c.is_final && !c.is_init)
         .max_by_key(|c| c.step)
         .and_then(|c| c.weights.first().cloned());
+    // A path part naming a pretrained or base model: `pretrained/`, `pretrain_weights.pth`,
+    // `base_model/`, `base/`, `foundation_model/` (a word of its own: not "database").
     let pretrain_named = |p: &Path| {
         p.strip_prefix(base).is_ok_and(|rel| {
-            rel.iter()
-                .any(|n| n.to_string_lossy().to_lowercase().contains("pretrain"))
+            rel.iter().any(|n| {
+                let n = n.to_string_lossy().to_lowercase();
+                n.contains("pretrain")
+                    || n.split(|c: char| !c.is_ascii_alphanumeric())
+                        .any(|w| w == "base" || w == "foundation")
+            })
         })
     };
     out.retain(|c| {
@@ -408,7 +416,7 @@ fn set_aside_start_weights(
         }
         let w = &c.weights[0];
         let reason = if pretrain_named(w) {
-            Some("named for a pretraining and stating no step: the weights the run started from, not a state of it".to_string())
+            Some("named for a pretrained or base model and stating no step: the weights the run started from, not a state of it".to_string())
         } else {
             newest_stepped
                 .as_ref()
@@ -425,6 +433,7 @@ fn set_aside_start_weights(
                 set_aside.push(SetAside {
                     path: w.clone(),
                     reason,
+                    start_weights: true,
                 });
                 false
             }
@@ -621,6 +630,7 @@ fn set_aside_named_copies(
             set_aside.extend(c.weights.iter().map(|w| SetAside {
                 path: w.clone(),
                 reason: reason.clone(),
+                start_weights: false,
             }));
             drop[i] = true;
         }
@@ -632,6 +642,7 @@ fn set_aside_named_copies(
             set_aside.push(SetAside {
                 path: c.weights[0].clone(),
                 reason: "the best-scoring copy of an earlier checkpoint (its epoch is not stated): not a new step; the last checkpoint is the final one".into(),
+                start_weights: false,
             });
             drop[i] = true;
         }

@@ -192,6 +192,10 @@ pub struct SetAside {
     #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     pub reason: String,
+    /// The weights the run started from (a pretrained or base model kept in its folder): the
+    /// run is a fine-tune.
+    #[serde(skip)]
+    pub start_weights: bool,
 }
 
 /// What a checkpoint's index ([`CheckpointDir::step`]) counts.

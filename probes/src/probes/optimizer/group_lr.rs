@@ -98,7 +98,21 @@ pub fn group_lr(ctx: &ProbeCtx) -> Vec<Verdict> {
             "only part of the model is in the optimizer (a head or a few layers train): one LR is fine".into(),
         );
     }
+    // The harm is done on the first updates, while the new head is random and its gradients are
+    // large: a warmup from a small LR lets the head settle before the backbone sees the full LR.
     if lr >= lr_max {
+        if let Some((from, to, at)) = warmed_up(ctx) {
+            return v(
+                Status::Pass,
+                "pass",
+                format!(
+                    "one Adam LR of {} for the whole pretrained model, but it warms up from {} to {} by step {at}: the new head settles before the backbone sees the full LR (a backbone group at 1e-5..5e-5 would still guard its features better)",
+                    fmt(lr),
+                    fmt(from),
+                    fmt(to)
+                ),
+            );
+        }
         return v(Status::Warn, "shared_high_lr", format!(
             "the whole pretrained model trains at one Adam LR of {}: at that rate the backbone's pretrained features are overwritten (forgetting) while the new head is what needed it — give the backbone its own group at 1e-5..5e-5 and the new head 1e-3 (param groups, or discriminative / layer-wise LR decay)",
             fmt(lr)
@@ -112,4 +126,18 @@ pub fn group_lr(ctx: &ProbeCtx) -> Vec<Verdict> {
             fmt(lr)
         ),
     )
+}
+
+/// The logged LR warms up: its first point at most a quarter of its peak, reached later. (first
+/// LR, peak LR, step of the peak.)
+fn warmed_up(ctx: &ProbeCtx) -> Option<(f64, f64, u64)> {
+    let s = ctx.run.metrics().get("learning_rate")?;
+    let pts: Vec<_> = s.points.iter().filter(|p| p.value.is_finite()).collect();
+    let first = pts.first()?;
+    let peak = pts.iter().max_by(|a, b| a.value.total_cmp(&b.value))?;
+    (peak.value > 0.0 && first.value <= 0.25 * peak.value && peak.step > first.step).then_some((
+        first.value,
+        peak.value,
+        peak.step,
+    ))
 }
