@@ -1965,3 +1965,45 @@ fn one_high_adam_lr_for_a_whole_fine_tune_warns_unless_it_warms_up() {
     );
     assert!(v.message.contains("warms up"), "{}", v.message);
 }
+
+/// Every weight byte-identical between two checkpoints: no update landed (O4), unless the
+/// optimizer stepped through them with a live gradient, when the updates were written over (F7:
+/// a copy loaded back into the model, as a target-network sync written backwards).
+#[test]
+fn identical_checkpoints_after_real_optimizer_steps_were_written_over() {
+    let write = |with_optimizer: bool| {
+        let d = tempfile::tempdir().unwrap();
+        let tensors = [
+            t("net.0.weight", &[16, 16], randn(256, 0.05, 1)),
+            t("net.2.weight", &[4, 16], randn(64, 0.05, 2)),
+        ];
+        for step in [100, 200] {
+            ckpt(d.path(), step, &tensors);
+        }
+        if with_optimizer {
+            optim_writer::write_adam_pt(
+                &d.path().join("checkpoint-200/optimizer.pt"),
+                &[vec![16, 16], vec![4, 16]],
+                200.0,
+                1e-3,
+                1e-6,
+            );
+        }
+        d
+    };
+    let d = write(false);
+    let v = one("identical_tensors", d.path(), &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.outcome.as_str()),
+        ("O4", "all_identical"),
+        "{v:#?}"
+    );
+    let d = write(true);
+    let v = one("identical_tensors", d.path(), &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("F7", Status::Fail, "all_identical"),
+        "{v:#?}"
+    );
+    assert!(v.message.contains("Adam's step count 200"), "{}", v.message);
+}

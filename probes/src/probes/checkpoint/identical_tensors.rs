@@ -106,7 +106,7 @@ fn compare(ctx: &ProbeCtx, a: &Model, b: &Model) -> (Vec<Movement>, Vec<String>)
 
 pub(super) const IDENTICAL_TENSORS: ProbeSpec = ProbeSpec {
     id: "identical_tensors",
-    entries: &["O2", "O3", "O4"],
+    entries: &["O2", "O3", "O4", "F7"],
     inputs: &["checkpoint:2", "fact:frozen"],
     params: &["moved_rel"],
     outcomes: &["pass", "some_identical", "all_identical", "skip"],
@@ -170,6 +170,13 @@ pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
             static_.len(),
             list_some(&names, 4)
         ))
+    } else if let (0, Some(steps)) = (moved, stepped_through(ctx, a.step, b.step, mv.len())) {
+        // Adam stepped through the interval with a live gradient, yet nothing moved: the
+        // updates landed and something wrote the old weights back over them.
+        Verdict::new("F7", Status::Fail, "all_identical").message(format!(
+            "no weight changed between steps {} and {}, yet the optimizer stepped ({steps}) with a live gradient (its first moments have not decayed): the updates landed and the weights were written back over them, or the file saved is not the model that trains — a load_state_dict inside the loop (a target-network copy written backwards: online.load_state_dict(target.state_dict()) instead of target.load_state_dict(online.state_dict())), a reset or re-init each epoch, or saving a frozen copy instead of the trained model",
+            a.step, b.step
+        ))
     } else if moved == 0 {
         Verdict::new("O4", Status::Fail, "all_identical").message(format!(
             "no weight changed between steps {} and {}: no update landed — optimizer.step() is never called (or before backward/after zero_grad), the loss is detached from the graph (O3: .item()/.detach()/torch.no_grad), or the LR is 0",
@@ -199,4 +206,22 @@ pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
         ))
         .value("unchanged", static_.len() as f64)
         .value("moved", moved as f64)]
+}
+
+/// Whether the newest optimizer state stepped through checkpoints `a`..`b` (Adam's count past
+/// their midpoint) with its gradient alive (not stopped for nearly every parameter), holding
+/// state for at least the `compared` tensors (else what it stepped may be other params: a head
+/// beside frozen adapters): in words.
+fn stepped_through(ctx: &ProbeCtx, a: u64, b: u64, compared: usize) -> Option<String> {
+    let (o, _) =
+        crate::probes::checkpoint::optimizer_state::newest_optimizer(ctx.run, "O4").ok()?;
+    if o.partitioned || o.state.len() < compared {
+        return None;
+    }
+    let step = o.max_step()?;
+    let mid = a as f64 + 0.5 * b.saturating_sub(a) as f64;
+    let alive = o.state.values().any(|s| s.exp_avg.is_some())
+        && crate::probes::checkpoint::frozen_drift::gradient_stopped_everywhere(ctx, 1e-4)
+            .is_none();
+    (b > a && step >= mid && alive).then(|| format!("Adam's step count {step:.0}"))
 }
