@@ -190,7 +190,7 @@ fn frozen_by_optimizer(
     // A frozen subset leaves something to train: a head, an adapter, some weight matrix. When
     // the gradient stopped in every weight matrix after it had flowed, only biases still learn:
     // the units those matrices feed died (O25), which `dead_units` reads from these moments.
-    if let Some(dead) = matrices_stopped(ctx, opt, &rows, stopped, &names) {
+    if let Some(dead) = matrices_stopped(ctx, opt, &rows, &flagged, &names) {
         return vec![Verdict::skip(
             E,
             format!(
@@ -304,10 +304,9 @@ fn matrices_stopped(
     ctx: &ProbeCtx,
     opt: &OptimizerState,
     rows: &[Moments],
-    ratio: f64,
+    stopped: &[&Moments],
     names: &std::collections::HashMap<u64, String>,
 ) -> Option<DeadMatrices> {
-    let stopped = stopped_rows(rows, ratio);
     let matrices = rows.iter().filter(|r| r.matrix).count();
     let stopped_matrices: Vec<&&Moments> = stopped.iter().filter(|r| r.matrix).collect();
     // Two matrices at least (one linear layer is a probe's toy, not a network), all stopped;
@@ -352,6 +351,6 @@ pub(crate) fn dead_matrices(
     let rows = moment_rows(&opt);
     let model = model_for(ctx.run, c);
     let names = param_names(&opt, model.as_ref());
-    let dead = matrices_stopped(ctx, &opt, &rows, ratio, &names)?;
+    let dead = matrices_stopped(ctx, &opt, &rows, &stopped_rows(&rows, ratio), &names)?;
     Some((dead, opt_ev(&opt, c)))
 }

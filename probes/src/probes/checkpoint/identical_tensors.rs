@@ -108,7 +108,7 @@ pub(super) const IDENTICAL_TENSORS: ProbeSpec = ProbeSpec {
     id: "identical_tensors",
     entries: &["O2", "O3", "O4", "F7"],
     inputs: &["checkpoint:2", "fact:frozen"],
-    params: &["moved_rel"],
+    params: &["moved_rel", "grad_stopped_ratio"],
     outcomes: &["pass", "some_identical", "all_identical", "skip"],
     run: identical_tensors,
 };
@@ -170,7 +170,15 @@ pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
             static_.len(),
             list_some(&names, 4)
         ))
-    } else if let (0, Some(steps)) = (moved, stepped_through(ctx, a.step, b.step, mv.len())) {
+    } else if let (0, Some(steps)) = (
+        moved,
+        stepped_through(
+            ctx,
+            (a.step, b.step),
+            mv.len(),
+            p!(ctx, E, "grad_stopped_ratio"),
+        ),
+    ) {
         // Adam stepped through the interval with a live gradient, yet nothing moved: the
         // updates landed and something wrote the old weights back over them.
         Verdict::new("F7", Status::Fail, "all_identical").message(format!(
@@ -211,8 +219,14 @@ pub fn identical_tensors(ctx: &ProbeCtx) -> Vec<Verdict> {
 /// Whether the newest optimizer state stepped through checkpoints `a`..`b` (Adam's count past
 /// their midpoint) with its gradient alive (not stopped for nearly every parameter), holding
 /// state for at least the `compared` tensors (else what it stepped may be other params: a head
-/// beside frozen adapters): in words.
-fn stepped_through(ctx: &ProbeCtx, a: u64, b: u64, compared: usize) -> Option<String> {
+/// beside frozen adapters), the gradient stopped where Adam's m/√v is under `stopped_ratio`: in
+/// words.
+fn stepped_through(
+    ctx: &ProbeCtx,
+    (a, b): (u64, u64),
+    compared: usize,
+    stopped_ratio: f64,
+) -> Option<String> {
     let (o, _) =
         crate::probes::checkpoint::optimizer_state::newest_optimizer(ctx.run, "O4").ok()?;
     if o.partitioned || o.state.len() < compared {
@@ -221,7 +235,7 @@ fn stepped_through(ctx: &ProbeCtx, a: u64, b: u64, compared: usize) -> Option<St
     let step = o.max_step()?;
     let mid = a as f64 + 0.5 * b.saturating_sub(a) as f64;
     let alive = o.state.values().any(|s| s.exp_avg.is_some())
-        && crate::probes::checkpoint::frozen_drift::gradient_stopped_everywhere(ctx, 1e-4)
+        && crate::probes::checkpoint::frozen_drift::gradient_stopped_everywhere(ctx, stopped_ratio)
             .is_none();
     (b > a && step >= mid && alive).then(|| format!("Adam's step count {step:.0}"))
 }

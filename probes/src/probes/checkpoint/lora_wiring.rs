@@ -87,7 +87,7 @@ pub fn lora_wiring(ctx: &ProbeCtx) -> Vec<Verdict> {
         }
     }
     let mut warns = Vec::new();
-    let mut head_untrained: Option<String> = None;
+    let mut head_untrained: Option<(Status, String)> = None;
     if let Some(c) = &cfg {
         if !c.target_modules_is_regex {
             let missing: Vec<&String> = c
@@ -154,13 +154,8 @@ pub fn lora_wiring(ctx: &ProbeCtx) -> Vec<Verdict> {
             bs.len(),
             list_some(&zero_b, 3)
         ))
-    } else if let Some(why) = &head_untrained {
-        let st = if why.contains("is new") {
-            Status::Fail
-        } else {
-            Status::Warn
-        };
-        Verdict::new(E, st, "head_untrained").message(why.clone())
+    } else if let Some((st, why)) = &head_untrained {
+        Verdict::new(E, *st, "head_untrained").message(why.clone())
     } else if !warns.is_empty() {
         Verdict::new(E, Status::Warn, "pass").message(warns.join("; "))
     } else if !trained {
@@ -200,13 +195,13 @@ fn saves_a_head(m: &Model) -> bool {
 /// The class PEFT wrapped (`auto_mapping.base_model_class`) has a task head, but the adapter was
 /// set up with no `task_type` (which adds the head to `modules_to_save`) and saves no head: the
 /// head stays as it was created, frozen, and is rebuilt at every load. Where the base model's
-/// `config.json` is on disk and names no such head, the head is new (random): "is new" in the
-/// reason, a fail; a base that already carried the head (a trained classifier) is fine.
+/// `config.json` is on disk and names no such head, the head is new (random): a fail; not on
+/// disk, a warn; a base that already carried the head (a trained classifier) is fine.
 fn untrained_head(
     c: &AdapterConfig,
     cfg_path: Option<&std::path::Path>,
     root: &std::path::Path,
-) -> Option<String> {
+) -> Option<(Status, String)> {
     let wrapped = c
         .raw
         .get("auto_mapping")
@@ -238,14 +233,14 @@ fn untrained_head(
     let tail = "set task_type=\"SEQ_CLS\" (or the task's type) in LoraConfig, or list the head in modules_to_save=[\"classifier\"] (\"score\" for decoder models), so it trains and is saved with the adapter";
     match archs {
         Some(a) if a.iter().any(|x| classifier_head(x).is_some()) => None,
-        Some(a) => Some(format!(
+        Some(a) => Some((Status::Fail, format!(
             "the adapter wraps {wrapped} with task_type unset and no modules_to_save, and saves no head; its base ({}) is a {}, so the {wrapped} head is new: randomly initialised, frozen by PEFT and not saved — the model learns around a random projection (its loss stays near chance however well it ranks) and reloads another random head: {tail}",
             base_cfg.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
             a.first().map(String::as_str).unwrap_or("model without that head")
-        )),
-        None => Some(format!(
+        ))),
+        None => Some((Status::Warn, format!(
             "the adapter wraps {wrapped} with task_type unset and no modules_to_save, and saves no head: unless the base model ({}) already carried a trained head, the head is random, frozen and not saved — {tail}",
             c.base_model_name_or_path.as_deref().unwrap_or("unknown")
-        )),
+        ))),
     }
 }

@@ -380,22 +380,14 @@ pub fn lr_schedule(ctx: &ProbeCtx) -> Vec<Verdict> {
     // its bounds again and again, without jumps, is a cosine stepped past its period: PyTorch's
     // CosineAnnealingLR bounces back up after T_max steps (T_max counted in epochs while the
     // scheduler is stepped every batch). A cyclic schedule does it on purpose.
-    let legs = swings(&pts, SWING_SHARE);
+    let legs = swings(&pts, SWING_SHARE * (hi - lo));
     if bounces(&pts, &legs) {
         let legs = legs.len();
-        let named = ctx
-            .facts
-            .get("sched")
-            .map(|x| x.trim().to_ascii_lowercase());
-        let cyclic = named.as_deref().is_some_and(|n| {
-            ["cycl", "clr", "triang"].iter().any(|w| n.contains(w)) && !n.contains("one")
-        });
-        if !cyclic {
-            let smooth_named = named.as_deref().filter(|n| {
-                ["cos", "linear", "poly", "exp", "tanh", "sqrt", "one"]
-                    .iter()
-                    .any(|w| n.contains(w))
-            });
+        let named = named_sched(ctx);
+        if !named.as_ref().is_some_and(|(_, k)| *k == SchedName::Cyclic) {
+            let smooth_named = named
+                .filter(|(_, k)| *k == SchedName::Smooth)
+                .map(|(n, _)| n);
             let st = if smooth_named.is_some() || declared.is_some() {
                 Status::Fail
             } else {
@@ -519,6 +511,36 @@ fn never_stepped(ctx: &ProbeCtx, lr_max: Option<f64>, hi: f64) -> String {
     msg
 }
 
+/// How a config's `sched` name (timm's `args.yaml`, Lightning's `hparams.yaml`) reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SchedName {
+    /// May hold the LR flat for long: constant, step, multistep, plateau, none.
+    Still,
+    /// Rises and falls on purpose, again and again: CyclicLR, triangular.
+    Cyclic,
+    /// Moves the LR smoothly, turning at most once: cosine, linear, polynomial, exponential,
+    /// one-cycle, tanh, inverse square root.
+    Smooth,
+    /// Not a name these words tell.
+    Other,
+}
+
+/// The config's `sched` name, lowercased, and how it reads.
+fn named_sched(ctx: &ProbeCtx) -> Option<(String, SchedName)> {
+    let name = ctx.facts.get("sched")?.trim().to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    let kind = if has(&["const", "step", "plateau", "none", "stable", "fixed"]) {
+        SchedName::Still
+    } else if has(&["cycl", "clr", "triang"]) && !name.contains("one") {
+        SchedName::Cyclic
+    } else if has(&["cos", "linear", "poly", "exp", "cycle", "tanh", "sqrt"]) {
+        SchedName::Smooth
+    } else {
+        SchedName::Other
+    };
+    Some((name, kind))
+}
+
 /// A swing of the LR counts when it covers at least this share of the series' range.
 const SWING_SHARE: f64 = 0.5;
 /// Swings (rises and falls, each over [`SWING_SHARE`] of the range) from which the LR
@@ -526,17 +548,11 @@ const SWING_SHARE: f64 = 0.5;
 /// more a third; four is two whole cycles.
 const SWINGS_MIN: usize = 4;
 
-/// The series' swings over at least `share` of its range, as (first, last) point indices, read
-/// as a zigzag: a turn counts only once the series has moved back that far from its last
+/// The series' swings of at least `need` (a share of its range), as (first, last) point indices,
+/// read as a zigzag: a turn counts only once the series has moved back that far from its last
 /// extreme, so jitter on a long decay (float rounding, an adaptive optimizer's wobble) makes no
 /// swing.
-fn swings(pts: &[&Point], share: f64) -> Vec<(usize, usize)> {
-    let lo = pts.iter().map(|p| p.value).fold(f64::INFINITY, f64::min);
-    let hi = pts
-        .iter()
-        .map(|p| p.value)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let need = share * (hi - lo);
+fn swings(pts: &[&Point], need: f64) -> Vec<(usize, usize)> {
     let mut legs: Vec<(usize, usize)> = Vec::new();
     if pts.len() < 3 || need.is_nan() || need <= 0.0 {
         return legs;
@@ -638,10 +654,8 @@ fn named_moving_schedule(
     a: u64,
     b: u64,
 ) -> Option<(String, String, String)> {
-    let name = ctx.facts.get("sched")?.trim().to_ascii_lowercase();
-    let still = ["const", "step", "plateau", "none", "stable", "fixed"];
-    let moves = ["cos", "linear", "poly", "exp", "cycle", "tanh", "sqrt"];
-    if still.iter().any(|w| name.contains(w)) || !moves.iter().any(|w| name.contains(w)) {
+    let (name, kind) = named_sched(ctx)?;
+    if !matches!(kind, SchedName::Smooth | SchedName::Cyclic) {
         return None;
     }
     let fits = |span: u64, total: f64| total > 0.0 && span as f64 >= NAMED_SPAN_MIN * total;
