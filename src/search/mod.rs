@@ -1,7 +1,8 @@
 //! Symptom search: a tantivy index in RAM over every text field of the catalog (title,
 //! keywords and errors above symptom, above cause and fix; prepared for the shipped playbook,
 //! see `segment`), a query plan (typo correction,
-//! synonym groups, domain cues, quoted error strings: see `plan`), prefix matching for
+//! synonym groups, domain cues, quoted error strings, the time in the run the query places the
+//! trouble at: see `plan` and `phase`), prefix matching for
 //! half-typed input, queries built from analysed tokens (so `mAP=0`, `lr_scheduler.step()`,
 //! `-100` and `fc.weight` never fail to parse), a confidence verdict for the best hit (see
 //! `confidence`), our own highlighted snippets, and a fuzzy-matcher quick filter.
@@ -9,6 +10,7 @@
 mod analyse;
 mod confidence;
 mod glossary;
+mod phase;
 mod plan;
 mod segment;
 mod snippet;
@@ -126,6 +128,10 @@ const SUBJECTS: &[&[&str]] = &[
     &["speed", "slow", "throughput"],
 ];
 const W_OFF_SUBJECT: f32 = 0.2;
+/// Drop for an entry whose title places the trouble at one time in the run (the first step,
+/// evaluation, mid-run) when the query places it at another only ("out of memory after 15K
+/// iterations" is not the first-step OOM), on the same scale.
+const W_OFF_PHASE: f32 = 0.5;
 /// Lift for an entry by the square of the share of the query one users' phrase of it explains
 /// (`Lexicon::phrase_share`), on the same scale: words that sit together in one real statement
 /// of the problem say more than the same words scattered over the entry's text, and the square
@@ -649,6 +655,15 @@ impl SearchIndex {
             } else {
                 0.0
             };
+            let when = &self.lexicon.entry_phases[i];
+            let off_phase = if !when.is_empty()
+                && !plan.phases.is_empty()
+                && !when.iter().any(|p| plan.phases.contains(p))
+            {
+                W_OFF_PHASE
+            } else {
+                0.0
+            };
             let phrase = self.lexicon.phrase_share(i, &words, &subject_ids);
             t.0 = best
                 * (t.0 / best
@@ -656,7 +671,8 @@ impl SearchIndex {
                     + W_NAMED * named
                     + W_PHRASE * phrase * phrase
                     - off_scope
-                    - off_subject)
+                    - off_subject
+                    - off_phase)
                 / scale;
         }
         top.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -970,6 +986,47 @@ mod tests {
             )
             .unwrap();
         assert!(r.hits[0].id.starts_with('H'), "{r:?}");
+    }
+
+    #[test]
+    fn entries_bound_to_one_time_in_the_run_yield_to_queries_placing_the_trouble_at_another() {
+        use super::phase::Phase;
+        let cat = Catalog::embedded().unwrap();
+        let idx = SearchIndex::build(&cat).unwrap();
+        let when = |id: &str| {
+            let i = idx.ids.iter().position(|(e, _)| e == id).unwrap();
+            idx.lexicon.entry_phases[i].clone()
+        };
+        // Read from the titles: the first step, evaluation, mid-run; most entries name no time.
+        assert_eq!(when("M1"), [Phase::Start]);
+        assert_eq!(when("M6"), [Phase::Eval]);
+        assert_eq!(when("R1"), [Phase::Later]);
+        assert_eq!(when("M2"), []);
+        assert_eq!(
+            when("S4.1"),
+            [],
+            "'the first 200 steps' is a window, not the start"
+        );
+        let first = |q: &str| idx.search_ranked(q, 3, None).unwrap().hits[0].id.clone();
+        // An OOM placed later in the run is not the first-step OOM, whatever error it quotes.
+        assert_eq!(
+            first("cuda runtime error: out of memory after 15K iteration of 4 GPUs training"),
+            "M2"
+        );
+        assert_ne!(
+            first("after 4800 batches it threw an error about out of memory"),
+            "M1"
+        );
+        assert_eq!(
+            first("During the first evaluation after training, an OOM error occurs"),
+            "M6"
+        );
+        // Placed where the entry is, or nowhere, the entry keeps its rank.
+        assert_eq!(first("CUDA out of memory at the first step"), "M1");
+        assert_eq!(
+            first("CUDA out of memory. Tried to allocate 4.00 GiB"),
+            "M1"
+        );
     }
 
     /// `Lexicon::phrase_share`: the words of one users' statement together, not scattered over

@@ -12,6 +12,7 @@ use tantivy::tokenizer::{
 };
 
 use super::analyse::{EntryWords, Stems, Strings, Word, LONG};
+use super::phase::{self, Phase};
 use crate::catalog::{Catalog, Domain, Entry};
 
 /// Shortest run of an error string's words, in order, that counts as quoting it.
@@ -129,6 +130,8 @@ pub(super) struct Lexicon {
     methods: Vec<(Vec<u32>, usize)>,
     /// Per entry: the method groups its title names outside parentheses (its scope).
     pub(super) entry_methods: Vec<Vec<usize>>,
+    /// Per entry: the times in the run its title places the trouble at (see [`phase`]).
+    pub(super) entry_phases: Vec<Vec<Phase>>,
     /// Error strings (stemmed words) with the index of their entry.
     errors: Vec<(Vec<u32>, usize)>,
     /// Per entry: the phrases that name its subject (keywords, error strings, identifiers in
@@ -168,6 +171,8 @@ pub(super) struct Plan {
     pub outside: Option<String>,
     /// The method groups the query names (see `Lexicon::entry_methods`).
     pub methods: Vec<usize>,
+    /// The times in the run the query places the trouble at (see `Lexicon::entry_phases`).
+    pub phases: Vec<Phase>,
     /// `words` as stem ids ([`UNKNOWN`] for a stem no analysed text holds).
     ids: Vec<u32>,
     /// `groups` as (group, index of the triggering phrase in the lexicon's phrases).
@@ -566,6 +571,11 @@ impl LexiconBuilder {
             outside_together,
             methods,
             entry_methods,
+            entry_phases: cat
+                .entries
+                .iter()
+                .map(|e| phase::phases(&e.title))
+                .collect(),
             errors: self.errors,
             concepts: self.concepts,
             entry_seqs: self.entry_seqs,
@@ -789,7 +799,10 @@ impl Lexicon {
     /// Plan a query: correct, expand, find cues and quoted error strings.
     pub(super) fn plan(&self, query: &str, half_typed: bool) -> Plan {
         let mut an = plain_analyzer();
-        let mut plan = Plan::default();
+        let mut plan = Plan {
+            phases: phase::phases(query),
+            ..Plan::default()
+        };
         let mut corrected = String::with_capacity(query.len());
         let mut at = 0;
         let lower = query.to_lowercase();
