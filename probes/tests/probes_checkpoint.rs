@@ -2007,3 +2007,86 @@ fn identical_checkpoints_after_real_optimizer_steps_were_written_over() {
     );
     assert!(v.message.contains("Adam's step count 200"), "{}", v.message);
 }
+
+#[test]
+fn an_ema_copy_saved_beside_the_weights_that_never_moves_was_never_updated() {
+    // timm's CheckpointSaver: {"state_dict", "state_dict_ema"} in each checkpoint file.
+    let write = |dir: &Path, step: u64, raw: f32, ema: f32| {
+        optim_writer::write_state_dicts_pt(
+            &dir.join(format!("checkpoint-{step}.pt")),
+            &[
+                (
+                    "state_dict",
+                    vec![
+                        ("head.weight", vec![4, 8], raw),
+                        ("head.bias", vec![4], raw),
+                    ],
+                ),
+                (
+                    "state_dict_ema",
+                    vec![
+                        ("head.weight", vec![4, 8], ema),
+                        ("head.bias", vec![4], ema),
+                    ],
+                ),
+            ],
+        )
+    };
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), 100, 0.1, 0.5);
+    write(d.path(), 200, 0.2, 0.5);
+    let v = one("ema_weights", d.path(), &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("DF2", Status::Fail, "frozen"),
+        "{v:#?}"
+    );
+    assert_eq!(v.values["compared"], 2.0);
+    // An EMA that follows the weights, even slowly, is updated: not this finding (and the two
+    // copies under one file are told apart, not read as the same tensors).
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), 100, 0.1, 0.5);
+    write(d.path(), 200, 0.2, 0.499);
+    assert_ne!(one("ema_weights", d.path(), &[]).outcome, "frozen");
+    // The raw weights did not move either: nothing trained between the two saves.
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), 100, 0.1, 0.5);
+    write(d.path(), 200, 0.1, 0.5);
+    assert_ne!(one("ema_weights", d.path(), &[]).outcome, "frozen");
+}
+
+#[test]
+fn batchnorm_stats_that_stop_while_the_layers_learn_mean_eval_mode_after_validation() {
+    // model.train() never called again after the first validation: from then on BatchNorm's
+    // weight and bias learn, its running statistics and batch count stand still.
+    let d = tempfile::tempdir().unwrap();
+    let bn = |step: u64, w: f32, mean: f32| {
+        vec![
+            t("conv.weight", &[8, 8], randn(64, 0.1, step)),
+            t("bn.weight", &[8], vec![w; 8]),
+            t("bn.bias", &[8], vec![w - 1.0; 8]),
+            t("bn.running_mean", &[8], vec![mean; 8]),
+            t("bn.running_var", &[8], vec![0.7; 8]),
+        ]
+    };
+    ckpt(d.path(), 100, &bn(100, 1.01, 0.3));
+    ckpt(d.path(), 200, &bn(200, 1.02, 0.3));
+    ckpt(d.path(), 300, &bn(300, 1.03, 0.3));
+    let v = one("bn_drift", d.path(), &[]);
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("O5", Status::Fail, "eval_mode"),
+        "{v:#?}"
+    );
+    // Statistics that kept moving: train mode, not this finding.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 100, &bn(100, 1.01, 0.3));
+    ckpt(d.path(), 300, &bn(300, 1.03, 0.31));
+    assert_ne!(one("bn_drift", d.path(), &[]).outcome, "eval_mode");
+    // A BatchNorm frozen whole (weight, bias and statistics: a frozen backbone kept in eval mode
+    // on purpose) is not this finding either.
+    let d = tempfile::tempdir().unwrap();
+    ckpt(d.path(), 100, &bn(100, 1.01, 0.3));
+    ckpt(d.path(), 300, &bn(300, 1.01, 0.3));
+    assert_ne!(one("bn_drift", d.path(), &[]).outcome, "eval_mode");
+}

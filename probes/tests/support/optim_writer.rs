@@ -196,3 +196,44 @@ pub fn write_adam_pt_each(path: &Path, shapes: &[Vec<usize>], step: f64, moments
     }
     write_zip(path, entries);
 }
+
+/// One state dict of [`write_state_dicts_pt`]: its top-level key and `(tensor name, shape,
+/// fill)` for each tensor.
+pub type StateDict<'a> = (&'a str, Vec<(&'a str, Vec<usize>, f32)>);
+
+/// Writes a checkpoint holding several state dicts under their own top-level keys (timm's
+/// `{"state_dict": …, "state_dict_ema": …}`), each tensor float32 filled with one value.
+pub fn write_state_dicts_pt(path: &Path, dicts: &[StateDict<'_>]) {
+    let mut o = b"\x80\x02}(".to_vec();
+    let mut storages: Vec<(usize, f32)> = Vec::new();
+    for (key, tensors) in dicts {
+        s(&mut o, key);
+        o.extend_from_slice(b"}(");
+        for (name, shape, fill) in tensors {
+            s(&mut o, name);
+            tensor(&mut o, storages.len(), shape);
+            storages.push((shape.iter().product(), *fill));
+        }
+        o.push(b'u');
+    }
+    o.extend_from_slice(b"u.");
+    let n = o.len() as u64;
+    let mut entries: Vec<(String, u64, Body<'_>)> = vec![
+        (
+            "archive/data.pkl".into(),
+            n,
+            Box::new(move |w| w.write_all(&o).unwrap()),
+        ),
+        (
+            "archive/version".into(),
+            2,
+            Box::new(|w| w.write_all(b"3\n").unwrap()),
+        ),
+    ];
+    for (k, (numel, x)) in storages.into_iter().enumerate() {
+        let body: Body<'_> =
+            Box::new(move |w| w.write_all(&x.to_le_bytes().repeat(numel)).unwrap());
+        entries.push((format!("archive/data/{k}"), numel as u64 * 4, body));
+    }
+    write_zip(path, entries);
+}

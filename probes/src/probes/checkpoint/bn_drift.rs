@@ -10,7 +10,7 @@ pub(super) const BN_DRIFT: ProbeSpec = ProbeSpec {
     id: "bn_drift",
     entries: &["O18", "V7", "O5"],
     inputs: &["checkpoint:2", "fact:frozen"],
-    params: &["moved_rel"],
+    params: &["moved_rel", "grad_stopped_ratio"],
     outcomes: &["pass", "drift", "eval_mode", "skip"],
     run: bn_drift,
 };
@@ -35,7 +35,7 @@ fn same_step_pair(run: &crate::run::Run) -> Option<(Model, Model)> {
 
 pub fn bn_drift(ctx: &ProbeCtx) -> Vec<Verdict> {
     const E: &str = "O18";
-    if let Some(v) = trained_in_eval_mode(ctx) {
+    if let Some(v) = trained_in_eval_mode(ctx).or_else(|| stats_frozen_while_training(ctx)) {
         return vec![v];
     }
     if let Some((a, b)) = same_step_pair(ctx.run) {
@@ -230,6 +230,92 @@ fn trained_in_eval_mode(ctx: &ProbeCtx) -> Option<Verdict> {
                 list_some(&affine_moved, 4)
             ))
             .evidence(m.ev().tensor(format!("{}.running_mean", modules[0])))
+            .value("bn_layers", modules.len() as f64),
+    )
+}
+
+/// Evidence of absence, later in the run: between the first and the last checkpoint every
+/// BatchNorm's running statistics and batch count stayed byte for byte the same while every
+/// BatchNorm's own weight or bias moved. The layers trained, but no training batch went
+/// through them in train mode: the model was left in eval mode after a validation pass. A
+/// fine-tune may keep a pretrained backbone's statistics on purpose (mmdetection's
+/// `norm_eval=True`), so a run that starts from trained weights is not judged, nor one with a
+/// frozen subset (declared, or a parameter whose gradient stopped in Adam's moments).
+fn stats_frozen_while_training(ctx: &ProbeCtx) -> Option<Verdict> {
+    use crate::profile::Init;
+    if matches!(ctx.profile.init.value, Init::Pretrained | Init::Adapter) {
+        return None;
+    }
+    // A frozen subset (its gradient stopped while Adam's v remembers it) keeps its BatchNorm in
+    // eval mode on purpose, and its weights may still drift on stale momentum (O17).
+    let ratio = ctx.params.f64("grad_stopped_ratio").ok()?;
+    if crate::probes::checkpoint::frozen_drift::some_gradient_stopped(ctx, ratio) == Some(true) {
+        return None;
+    }
+    if !ctx.facts.list("frozen").is_empty() {
+        return None;
+    }
+    let cks: Vec<_> = weight_ckpts(ctx.run)
+        .into_iter()
+        .filter(|c| !c.step_unknown && !is_init_ckpt(c))
+        .collect();
+    let (ca, cb) = (cks.first()?, cks.last()?);
+    if ca.step >= cb.step {
+        return None;
+    }
+    let (a, b) = (Model::open(ca).ok()?, Model::open(cb).ok()?);
+    let mut modules: Vec<String> = b
+        .infos()
+        .filter(|(n, _)| last_component(n) == "running_mean")
+        .map(|(n, _)| module_of(n).to_string())
+        .collect();
+    modules.dedup();
+    if modules.is_empty() {
+        return None;
+    }
+    // None when the tensor is missing in either checkpoint.
+    let same = |name: &str| -> Option<bool> {
+        let an = a.find(name)?;
+        b.find(name)?;
+        let d = a.diff(an, &b, name).ok()?;
+        Some(d.identical_bytes || d.norm_diff == 0.0)
+    };
+    for md in &modules {
+        let stats_same = ["running_mean", "running_var", "num_batches_tracked"]
+            .iter()
+            .filter_map(|t| same(&format!("{md}.{t}")))
+            .collect::<Vec<_>>();
+        if stats_same.len() < 2 || stats_same.iter().any(|s| !s) {
+            return None;
+        }
+        let affine_moved = ["weight", "bias"]
+            .iter()
+            .filter_map(|t| same(&format!("{md}.{t}")))
+            .any(|s| !s);
+        if !affine_moved {
+            return None;
+        }
+    }
+    let counted = modules
+        .first()
+        .and_then(|md| b.find(&format!("{md}.num_batches_tracked")))
+        .and_then(|n| b.stats(n, ctx.compute).ok())
+        .map(|s| s.max);
+    Some(
+        Verdict::new("O5", Status::Fail, "eval_mode")
+            .measured(format!(
+                "all {} BatchNorm layers kept the same running statistics{} from {} to {}, while every one of them moved its weight/bias",
+                modules.len(),
+                counted.map(|c| format!(" and batch count ({c})")).unwrap_or_default(),
+                a.at(),
+                b.at()
+            ))
+            .expected("running statistics updated by every training forward pass")
+            .message(format!(
+                "the model trained in eval mode between these checkpoints: its BatchNorm layers learned but counted no batch ({}), so dropout was off and the statistics are stale — model.train() is not called again after an evaluation pass; call it at the start of every training epoch",
+                list_some(&modules, 4)
+            ))
+            .evidence(step_ev(&a, &b).tensor(format!("{}.running_mean", modules[0])))
             .value("bn_layers", modules.len() as f64),
     )
 }

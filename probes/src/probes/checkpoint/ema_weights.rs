@@ -93,6 +93,9 @@ pub fn ema_weights(ctx: &ProbeCtx) -> Vec<Verdict> {
                 .collect()
         })
         .unwrap_or_default();
+    if let Some(v) = frozen_ema_part(ctx) {
+        return vec![v];
+    }
     if in_file.is_empty() && ema_files.is_empty() {
         if !diffusion {
             return vec![Verdict::skip(E, "not a diffusion run (no --fact domain=diffusion, no UNet config) and no EMA weights")];
@@ -250,6 +253,71 @@ fn frozen_ema(ctx: &ProbeCtx) -> Option<Verdict> {
             .message("the EMA weights never change while the model trains: ema_model.step(model.parameters()) is never called (or its decay is 1) — so the saved / exported EMA is the initial model; call it after every optimizer.step() (diffusers: under `if accelerator.sync_gradients:`)")
             .evidence(Evidence::file(pa.as_path()))
             .evidence(Evidence::file(pb.as_path()))
+            .value("compared", compared as f64),
+    )
+}
+
+/// Top-level checkpoint keys under which a training loop saves its EMA copy beside the weights.
+const EMA_KEYS: &[&str] = &[
+    "state_dict_ema",
+    "model_ema",
+    "ema_state_dict",
+    "ema_model",
+    "ema",
+];
+
+/// An EMA copy saved inside each checkpoint under its own key (timm's `state_dict_ema`) that is
+/// byte-identical in the last two checkpoints while the raw weights moved between them: the
+/// EMA is never updated, so what it holds is whatever it started from.
+fn frozen_ema_part(ctx: &ProbeCtx) -> Option<Verdict> {
+    let cks: Vec<_> = weight_ckpts(ctx.run)
+        .into_iter()
+        .filter(|c| !c.step_unknown && !is_init_ckpt(c))
+        .collect();
+    let [.., ca, cb] = cks.as_slice() else {
+        return None;
+    };
+    if ca.step == cb.step {
+        return None;
+    }
+    let (key, ea, eb) = EMA_KEYS.iter().find_map(|k| {
+        let ea = Model::open_part(ca, k)?;
+        let eb = Model::open_part(cb, k)?;
+        Some((*k, ea, eb))
+    })?;
+    let (mut compared, mut same) = (0usize, 0usize);
+    for (n, i) in eb.infos().filter(|(_, i)| i.dtype.is_float()).take(64) {
+        let Some(an) = ea.find(n) else { continue };
+        if ea.info(an).map(|x| x.numel()) != Some(i.numel()) {
+            continue;
+        }
+        if let Ok(d) = ea.diff(an, &eb, n) {
+            compared += 1;
+            if d.identical_bytes || d.norm_diff == 0.0 {
+                same += 1;
+            }
+        }
+    }
+    if compared == 0 || same < compared {
+        return None;
+    }
+    let (ma, mb) = (Model::open(ca).ok()?, Model::open(cb).ok()?);
+    let (mv, _) = movements(&ma, &mb, is_trainable);
+    let moved = mv.iter().filter(|m| m.rel > 0.0).count();
+    if moved == 0 {
+        return None;
+    }
+    Some(
+        Verdict::new("DF2", Status::Fail, "frozen")
+            .measured(format!(
+                "the EMA copy under \"{key}\" is byte-identical at {} and {} in all {compared} compared tensors, while {moved} of {} raw tensors moved",
+                ma.at(),
+                mb.at(),
+                mv.len()
+            ))
+            .expected("the EMA moves a little every step (decay ~0.999)")
+            .message(format!("the EMA weights saved with each checkpoint (\"{key}\") never change while the model trains: the EMA update is never called (or its decay is 1), so the EMA copy is still the model it started from and anything evaluated or exported from it is untrained — call the EMA update after every optimizer.step() (timm: model_ema.update(model)) and check that its condition is ever true"))
+            .evidence(step_ev(&ma, &mb))
             .value("compared", compared as f64),
     )
 }

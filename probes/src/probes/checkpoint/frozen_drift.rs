@@ -283,6 +283,15 @@ pub(crate) fn gradient_stopped_everywhere(ctx: &ProbeCtx, ratio: f64) -> Option<
     everywhere(k, rows.len()).then(|| dead_network_reason(k, rows.len()))
 }
 
+/// Does the newest optimizer state show a parameter whose gradient stopped (Adam's m/√v under
+/// `ratio` while v remembers a gradient): a frozen subset, or units that died? None without
+/// Adam moments.
+pub(crate) fn some_gradient_stopped(ctx: &ProbeCtx, ratio: f64) -> Option<bool> {
+    let (opt, _) = newest_optimizer(ctx.run, "O17").ok()?;
+    let rows = moment_rows(&opt);
+    (!rows.is_empty()).then(|| !stopped_rows(&rows, ratio).is_empty())
+}
+
 /// The gradient stopped in every weight matrix after it had flowed (Adam's v still remembers
 /// it): what is left learning is biases and norms. No one freezes a network down to its biases
 /// half-way through, so the units those matrices feed have died: ReLUs pushed negative for

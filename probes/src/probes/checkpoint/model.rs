@@ -259,17 +259,7 @@ impl Model {
                     if fresh == 0 && !m.files.is_empty() {
                         continue;
                     }
-                    let fi = m.files.len();
-                    for t in tf.tensors() {
-                        if m.index.contains_key(&t.name) {
-                            continue;
-                        }
-                        let pos = m.names.len();
-                        m.index.insert(t.name.clone(), pos);
-                        m.canon.entry(canonical(&t.name).to_string()).or_insert(pos);
-                        m.names.push((t.name.clone(), fi));
-                    }
-                    m.files.push(tf);
+                    m.push_file(tf);
                 }
                 Err(e) => errors.push(e.to_string()),
             }
@@ -282,6 +272,47 @@ impl Model {
             });
         }
         Ok(m)
+    }
+
+    /// The copy of the model a checkpoint keeps under its own top-level key beside the weights
+    /// (timm's `state_dict_ema`, a `model_ema` or `ema` entry), opened as a model; None when no
+    /// weight file holds that key.
+    pub(crate) fn open_part(c: &CheckpointDir, key: &str) -> Option<Model> {
+        let mut m = Model {
+            step: c.step,
+            step_known: !c.step_unknown,
+            files: Vec::new(),
+            names: Vec::new(),
+            index: HashMap::new(),
+            canon: HashMap::new(),
+        };
+        for p in c
+            .weights
+            .iter()
+            .filter(|p| !is_ema_path(p) && !is_adapter_path(p))
+        {
+            if let Ok(tf) = TensorFile::open_part(p, key) {
+                m.push_file(tf);
+            }
+        }
+        (!m.names.is_empty()).then_some(m)
+    }
+
+    /// Adds a file's tensors (a name already held keeps its first file).
+    fn push_file(&mut self, tf: TensorFile) {
+        let fi = self.files.len();
+        for t in tf.tensors() {
+            if self.index.contains_key(&t.name) {
+                continue;
+            }
+            let pos = self.names.len();
+            self.index.insert(t.name.clone(), pos);
+            self.canon
+                .entry(canonical(&t.name).to_string())
+                .or_insert(pos);
+            self.names.push((t.name.clone(), fi));
+        }
+        self.files.push(tf);
     }
 
     pub(crate) fn path(&self) -> &Path {

@@ -23,7 +23,7 @@ use cache::{cache, Failure};
 use engine::Item;
 
 /// The identity of the tensor `name` of `tf`: the data file holding its bytes (a shard, not
-/// the index; the zip, for a torch file) and its name.
+/// the index; the zip, for a torch file), the key it sits under, and its name.
 pub fn key_of(tf: &TensorFile, name: &str) -> Result<TensorKey> {
     let (_, loc) = tf.loc(name)?;
     let path = match loc {
@@ -36,9 +36,15 @@ pub fn key_of(tf: &TensorFile, name: &str) -> Result<TensorKey> {
         Err(e) => ReadError::io(path, e),
         Ok(_) => ReadError::format(path, "cannot tell the file's identity"),
     })?;
+    // One file may hold two copies of a model under different keys (timm's `state_dict` and
+    // `state_dict_ema`), opened as two parts with the same tensor names: the key they sit
+    // under tells them apart.
     Ok(TensorKey {
         file,
-        name: name.to_string(),
+        name: match &tf.wrapper {
+            Some(w) => format!("{w}\u{1f}{name}"),
+            None => name.to_string(),
+        },
     })
 }
 
