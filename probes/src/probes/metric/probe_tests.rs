@@ -620,6 +620,56 @@ fn episode_returns_are_smoothed_over_episodes_not_steps() {
     assert_eq!((v.entry.as_str(), v.status), ("R1", Status::Warn), "{v:?}");
 }
 
+/// A reward that keeps rising while the task's own success rate, logged beside it, falls from
+/// its peak is gamed; a success rate that rises with the reward, or falls with it, is not.
+#[test]
+fn a_reward_that_rises_while_the_success_rate_falls_is_gamed() {
+    let pp = thresholds("ppo_health");
+    let steps = |f: &dyn Fn(f64) -> f64| -> Vec<(u64, f64)> {
+        (0..60u64)
+            .map(|i| (1024 * (i + 1), f(i as f64 / 59.0)))
+            .collect()
+    };
+    // SB3 on a reach task that pays for being near the goal: the return climbs 0 -> 70 while
+    // the success rate peaks at 0.5 a third of the way in and ends near 0.1.
+    let reward = steps(&|t| 70.0 * t);
+    let success = steps(&|t| {
+        if t < 0.33 {
+            1.5 * t
+        } else {
+            (0.5 - 0.6 * (t - 0.33)).max(0.1)
+        }
+    });
+    let r = run_with(&[
+        ("rollout/ep_rew_mean", reward.clone()),
+        ("rollout/success_rate", success),
+    ]);
+    let v = ask(ppo_health, &r, &[], pp.clone());
+    assert_eq!(
+        (v.entry.as_str(), v.status, v.outcome.as_str()),
+        ("R1", Status::Fail, "reward_gamed"),
+        "{v:?}"
+    );
+    // Success that rises with the reward: learning.
+    let r = run_with(&[
+        ("rollout/ep_rew_mean", reward.clone()),
+        ("rollout/success_rate", steps(&|t| 0.9 * t)),
+    ]);
+    assert_ne!(ask(ppo_health, &r, &[], pp.clone()).outcome, "reward_gamed");
+    // Success that falls together with the reward is a collapse, not a gamed reward.
+    let r = run_with(&[
+        (
+            "rollout/ep_rew_mean",
+            steps(&|t| 70.0 * (1.0 - (t - 0.4).abs())),
+        ),
+        (
+            "rollout/success_rate",
+            steps(&|t| 0.5 * (1.0 - (t - 0.4).abs())),
+        ),
+    ]);
+    assert_ne!(ask(ppo_health, &r, &[], pp).outcome, "reward_gamed");
+}
+
 /// A cosine stepped past its period bounces between its bounds (PyTorch's closed form), which a
 /// schedule that turns once (warmup, decay) never does; restarts (SGDR) jump back up at once and
 /// a triangular cyclic schedule ramps linearly: neither is judged a bounce.

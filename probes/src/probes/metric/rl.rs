@@ -123,7 +123,12 @@ pub fn dpo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
 pub(super) const PPO_HEALTH: ProbeSpec = ProbeSpec {
     id: "ppo_health",
     entries: &["R2", "R1", "H4"],
-    inputs: &["metrics:kl", "metrics:reward", "metrics:eval_reward"],
+    inputs: &[
+        "metrics:kl",
+        "metrics:reward",
+        "metrics:eval_reward",
+        "metrics:success_rate",
+    ],
     params: &[
         "kl_target",
         "kl_blowup_factor",
@@ -131,12 +136,15 @@ pub(super) const PPO_HEALTH: ProbeSpec = ProbeSpec {
         "reward_drop_frac",
         "tail_frac",
         "reward_ema_span",
+        "success_min_peak",
+        "success_drop_frac",
     ],
     outcomes: &[
         "pass",
         "kl_blowup",
         "reward_collapse",
         "falls_from_start",
+        "reward_gamed",
         "skip",
     ],
     run: ppo_health,
@@ -304,6 +312,10 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
             );
             return out;
         }
+        if let Some(v) = success_falls(ctx, r, reward_span) {
+            out.push(v);
+            return out;
+        }
         let held = collapsed && eval_shape.as_ref().is_some_and(|(_, c)| !c.collapsed);
         let collapsed = collapsed && !held;
         let (st, o, msg) = if collapsed && kl_spiked {
@@ -336,6 +348,46 @@ pub fn ppo_health(ctx: &ProbeCtx) -> Vec<Verdict> {
         );
     }
     out
+}
+
+/// The reward is gamed: the task's own success rate (logged beside it) climbed to at least
+/// `success_min_peak`, then fell by `success_drop_frac` of its peak while the reward held at or
+/// above where it stood at that peak. The policy found a way to collect reward without doing
+/// the task (hovering near a goal that pays per step, farming a shaping bonus).
+fn success_falls(ctx: &ProbeCtx, reward: &crate::metrics::Series, span: f64) -> Option<Verdict> {
+    let min_peak = ctx.params.f64("success_min_peak").ok()?;
+    let drop_frac = ctx.params.f64("success_drop_frac").ok()?;
+    let s = ctx.run.metrics().get("success_rate")?;
+    if s.points.iter().filter(|p| p.value.is_finite()).count() < 10 {
+        return None;
+    }
+    let se = ema(&s.points, span);
+    let re = ema(&reward.points, span);
+    let (peak_step, peak) =
+        se.iter()
+            .copied()
+            .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+    let (last_step, last) = *se.last()?;
+    let reward_at_peak = at_step(&re, peak_step)?.1;
+    let reward_last = re.last()?.1;
+    let fell = peak >= min_peak && last_step > peak_step && last <= (1.0 - drop_frac) * peak;
+    (fell && reward_last >= reward_at_peak).then(|| {
+        Verdict::new("R1", Status::Fail, "reward_gamed")
+            .measured(format!(
+                "{} EMA {} at step {peak_step} → {} at the end, while {} EMA went {} → {}",
+                s.tag,
+                fmt(peak),
+                fmt(last),
+                reward.tag,
+                fmt(reward_at_peak),
+                fmt(reward_last)
+            ))
+            .expected("the success rate rises with the reward")
+            .message("the reward keeps rising while the task's own success rate falls from its peak: the policy collects reward without doing the task (reward hacking) — find what pays without success (a per-step bonus near the goal, a shaping term that is not potential-based, no terminal reward), make shaping potential-based, and judge runs by the success rate")
+            .evidence(whole_series_evidence(s))
+            .value("success_peak", peak)
+            .value("success_last", last)
+    })
 }
 
 pub(super) const RL_SCALE: ProbeSpec = ProbeSpec {
