@@ -183,12 +183,7 @@ fn trained_in_eval_mode(ctx: &ProbeCtx) -> Option<Verdict> {
         return None;
     }
     let m = Model::open(c).ok()?;
-    let mut modules: Vec<String> = m
-        .infos()
-        .filter(|(n, _)| last_component(n) == "running_mean")
-        .map(|(n, _)| module_of(n).to_string())
-        .collect();
-    modules.dedup();
+    let modules = bn_modules(&m);
     if modules.is_empty() {
         return None;
     }
@@ -264,12 +259,7 @@ fn stats_frozen_while_training(ctx: &ProbeCtx) -> Option<Verdict> {
         return None;
     }
     let (a, b) = (Model::open(ca).ok()?, Model::open(cb).ok()?);
-    let mut modules: Vec<String> = b
-        .infos()
-        .filter(|(n, _)| last_component(n) == "running_mean")
-        .map(|(n, _)| module_of(n).to_string())
-        .collect();
-    modules.dedup();
+    let modules = bn_modules(&b);
     if modules.is_empty() {
         return None;
     }
@@ -318,4 +308,15 @@ fn stats_frozen_while_training(ctx: &ProbeCtx) -> Option<Verdict> {
             .evidence(step_ev(&a, &b).tensor(format!("{}.running_mean", modules[0])))
             .value("bn_layers", modules.len() as f64),
     )
+}
+
+/// The BatchNorm modules of a checkpoint (those holding a `running_mean`), in file order.
+fn bn_modules(m: &Model) -> Vec<String> {
+    let mut modules: Vec<String> = m
+        .infos()
+        .filter(|(n, _)| last_component(n) == "running_mean")
+        .map(|(n, _)| module_of(n).to_string())
+        .collect();
+    modules.dedup();
+    modules
 }

@@ -217,19 +217,7 @@ fn frozen_ema(ctx: &ProbeCtx) -> Option<Verdict> {
     };
     let ea = Model::open_paths(&[*pa], *sa).ok()?;
     let eb = Model::open_paths(&[*pb], *sb).ok()?;
-    let (mut compared, mut same) = (0usize, 0usize);
-    for (n, i) in eb.infos().filter(|(_, i)| i.dtype.is_float()).take(64) {
-        let Some(an) = ea.find(n) else { continue };
-        if ea.info(an).map(|x| x.numel()) != Some(i.numel()) {
-            continue;
-        }
-        if let Ok(d) = ea.diff(an, &eb, n) {
-            compared += 1;
-            if d.identical_bytes || d.norm_diff == 0.0 {
-                same += 1;
-            }
-        }
-    }
+    let (compared, same) = count_identical(&ea, &eb);
     if compared == 0 || same < compared {
         return None;
     }
@@ -285,19 +273,7 @@ fn frozen_ema_part(ctx: &ProbeCtx) -> Option<Verdict> {
         let eb = Model::open_part(cb, k)?;
         Some((*k, ea, eb))
     })?;
-    let (mut compared, mut same) = (0usize, 0usize);
-    for (n, i) in eb.infos().filter(|(_, i)| i.dtype.is_float()).take(64) {
-        let Some(an) = ea.find(n) else { continue };
-        if ea.info(an).map(|x| x.numel()) != Some(i.numel()) {
-            continue;
-        }
-        if let Ok(d) = ea.diff(an, &eb, n) {
-            compared += 1;
-            if d.identical_bytes || d.norm_diff == 0.0 {
-                same += 1;
-            }
-        }
-    }
+    let (compared, same) = count_identical(&ea, &eb);
     if compared == 0 || same < compared {
         return None;
     }
@@ -320,4 +296,23 @@ fn frozen_ema_part(ctx: &ProbeCtx) -> Option<Verdict> {
             .evidence(step_ev(&ma, &mb))
             .value("compared", compared as f64),
     )
+}
+
+/// Compares up to 64 float tensors of `b` with their namesakes of the same size in `a`: how
+/// many were compared, and how many of them are byte-identical.
+fn count_identical(a: &Model, b: &Model) -> (usize, usize) {
+    let (mut compared, mut same) = (0usize, 0usize);
+    for (n, i) in b.infos().filter(|(_, i)| i.dtype.is_float()).take(64) {
+        let Some(an) = a.find(n) else { continue };
+        if a.info(an).map(|x| x.numel()) != Some(i.numel()) {
+            continue;
+        }
+        if let Ok(d) = a.diff(an, b, n) {
+            compared += 1;
+            if d.identical_bytes || d.norm_diff == 0.0 {
+                same += 1;
+            }
+        }
+    }
+    (compared, same)
 }
