@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::probe::{Evidence, ProbeCtx, ProbeSpec, Status, Verdict};
+use crate::run::CheckpointDir;
 
 use crate::probes::checkpoint::model::*;
 
@@ -225,17 +226,11 @@ fn frozen_ema(ctx: &ProbeCtx) -> Option<Verdict> {
     let cks = weight_ckpts(ctx.run);
     let ra = cks.iter().find(|c| c.step == *sa)?;
     let rb = cks.iter().find(|c| c.step == *sb)?;
-    let (ma, mb) = (Model::open(ra).ok()?, Model::open(rb).ok()?);
-    let (mv, _) = movements(&ma, &mb, is_trainable);
-    let moved = mv.iter().filter(|m| m.rel > 0.0).count();
-    if moved == 0 {
-        return None;
-    }
+    let (_, _, moved, of) = raw_moved(ra, rb)?;
     Some(
         Verdict::new("DF2", Status::Fail, "frozen")
             .measured(format!(
-                "EMA byte-identical between steps {sa} and {sb} in all {compared} compared tensors, while {moved} of {} raw tensors moved",
-                mv.len()
+                "EMA byte-identical between steps {sa} and {sb} in all {compared} compared tensors, while {moved} of {of} raw tensors moved"
             ))
             .expected("the EMA moves a little every step (decay ~0.999)")
             .message("the EMA weights never change while the model trains: ema_model.step(model.parameters()) is never called (or its decay is 1) — so the saved / exported EMA is the initial model; call it after every optimizer.step() (diffusers: under `if accelerator.sync_gradients:`)")
@@ -277,19 +272,14 @@ fn frozen_ema_part(ctx: &ProbeCtx) -> Option<Verdict> {
     if compared == 0 || same < compared {
         return None;
     }
-    let (ma, mb) = (Model::open(ca).ok()?, Model::open(cb).ok()?);
-    let (mv, _) = movements(&ma, &mb, is_trainable);
-    let moved = mv.iter().filter(|m| m.rel > 0.0).count();
-    if moved == 0 {
-        return None;
-    }
+    let (ma, mb, moved, of) = raw_moved(ca, cb)?;
     Some(
         Verdict::new("DF2", Status::Fail, "frozen")
             .measured(format!(
                 "the EMA copy under \"{key}\" is byte-identical at {} and {} in all {compared} compared tensors, while {moved} of {} raw tensors moved",
                 ma.at(),
                 mb.at(),
-                mv.len()
+                of
             ))
             .expected("the EMA moves a little every step (decay ~0.999)")
             .message(format!("the EMA weights saved with each checkpoint (\"{key}\") never change while the model trains: the EMA update is never called (or its decay is 1), so the EMA copy is still the model it started from and anything evaluated or exported from it is untrained — call the EMA update after every optimizer.step() (timm: model_ema.update(model)) and check that its condition is ever true"))
@@ -315,4 +305,16 @@ fn count_identical(a: &Model, b: &Model) -> (usize, usize) {
         }
     }
     (compared, same)
+}
+
+/// The raw weights of two checkpoints, opened, with how many of their trainable tensors moved
+/// between them and of how many; None when nothing moved (no training between the saves).
+fn raw_moved(ca: &CheckpointDir, cb: &CheckpointDir) -> Option<(Model, Model, usize, usize)> {
+    let (ma, mb) = (Model::open(ca).ok()?, Model::open(cb).ok()?);
+    let (mv, _) = movements(&ma, &mb, is_trainable);
+    let moved = mv.iter().filter(|m| m.rel > 0.0).count();
+    (moved > 0).then(|| {
+        let of = mv.len();
+        (ma, mb, moved, of)
+    })
 }
